@@ -1,0 +1,325 @@
+"""Frozen settings for the agent: explicit argument > ``RAGMON_*`` env var > default.
+
+Every setting is declared once in ``AGENT_SETTINGS``; the CLI builds its flags from that
+table, the README's configuration table is checked against it by a test, and a bad value
+fails at start-up with a ``ConfigError`` that names the setting and its env var.
+Standard ``OTEL_*`` variables are left to the OpenTelemetry SDK.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import ConfigError
+
+Parser = Callable[[str], Any]
+
+
+# --- value parsers (each raises ValueError with a short reason) -------------------------------
+def parse_bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"expected true/false, got {text!r}")
+
+
+def _int_at_least(minimum: int) -> Parser:
+    def parse(text: str) -> int:
+        value = int(str(text).strip())
+        if value < minimum:
+            raise ValueError(f"must be >= {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+def _float_in(lo: float, hi: float | None = None) -> Parser:
+    def parse(text: str) -> float:
+        value = float(str(text).strip())
+        if value != value or value < lo or (hi is not None and value > hi):
+            bound = f"[{lo}, {hi}]" if hi is not None else f">= {lo}"
+            raise ValueError(f"must be in {bound}, got {text!r}")
+        return value
+
+    return parse
+
+
+def parse_port(text: str) -> int:
+    value = int(str(text).strip())
+    if not 0 <= value <= 65535:
+        raise ValueError(f"must be a TCP port 0-65535, got {value}")
+    return value
+
+
+def _choice(*choices: str) -> Parser:
+    def parse(text: str) -> str:
+        value = str(text).strip().lower()
+        if value not in choices:
+            raise ValueError(f"must be one of {', '.join(choices)}; got {text!r}")
+        return value
+
+    return parse
+
+
+def parse_csv(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in str(text).split(",") if part.strip())
+
+
+def parse_rate_map(text: str) -> Mapping[str, float]:
+    """``"checkout=0.05,search=0.5"`` -> per-pipeline rates."""
+    out: dict[str, float] = {}
+    for item in parse_csv(text):
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise ValueError(f"expected name=rate pairs, got {item!r}")
+        rate = float(value)
+        if not 0.0 <= rate <= 1.0:
+            raise ValueError(f"rate for {name.strip()!r} must be in [0, 1], got {value}")
+        out[name.strip()] = rate
+    return out
+
+
+def parse_str(text: str) -> str:
+    return str(text)
+
+
+def parse_optional_str(text: str) -> str | None:
+    value = str(text).strip()
+    return value or None
+
+
+def parse_optional_float(text: str) -> float | None:
+    value = str(text).strip()
+    if not value:
+        return None
+    return float(value)
+
+
+parse_rate = _float_in(0.0, 1.0)
+parse_positive_int = _int_at_least(1)
+parse_nonnegative_int = _int_at_least(0)
+parse_positive_float = _float_in(1e-9)
+parse_nonnegative_float = _float_in(0.0)
+
+
+@dataclass(frozen=True, slots=True)
+class AgentConfig:
+    """All agent settings. Build with ``load_agent_config``; defaults are the embedded default."""
+
+    # source
+    source: str = "http"
+    receiver_host: str = "127.0.0.1"
+    receiver_port: int = 4318
+    receiver_max_body_bytes: int = 16 * 1024 * 1024
+    # metrics / health server
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int = 9464
+    metrics_max_label_values: int = 200
+    # assembly
+    trace_timeout_s: float = 10.0
+    max_open_traces: int = 50_000
+    max_spans_per_trace: int = 2_000
+    latency_window_s: float = 300.0
+    # sampling
+    sample_rate: float = 1.0
+    pipeline_sample_rates: Mapping[str, float] = field(default_factory=dict)
+    priority_errors: bool = True
+    priority_feedback: bool = True
+    priority_slow_retrieval_s: float | None = None
+    priority_min_top_score: float | None = None
+    dedup_size: int = 100_000
+    # judge
+    judge: str = "local"
+    judge_concurrency: int = 4
+    judge_backlog: int = 1_000
+    judge_timeout_s: float = 60.0
+    judge_base_url: str | None = None
+    judge_model: str | None = None
+    judge_api_key: str | None = None
+    judge_mode: str = "compact"
+    judge_max_retries: int = 4
+    judge_requests_per_minute: int = 0  # 0 = unlimited
+    judge_tokens_per_minute: int = 0
+    judge_budget_tokens_per_minute: int = 0
+    judge_budget_tokens_per_day: int = 0
+    judge_cache_ttl_s: float = 3600.0
+    judge_cache_size: int = 10_000
+    judge_max_input_tokens: int = 6_000
+    judge_circuit_failures: int = 5
+    judge_circuit_reset_s: float = 30.0
+    judge_model_path: str | None = None
+    judge_model_sha256: str | None = None
+    # diagnosis / error analysis
+    diagnosis_faithfulness_threshold: float = 0.5
+    diagnosis_answer_relevancy_threshold: float = 0.5
+    diagnosis_context_precision_threshold: float = 0.5
+    worst_size: int = 50
+    worst_max_chars: int = 500
+    # kafka
+    kafka_bootstrap_servers: str = "127.0.0.1:9092"
+    kafka_topics: tuple[str, ...] = ("otlp_spans",)
+    kafka_group_id: str = "ragmon-agent"
+    kafka_encoding: str = "otlp_proto"
+    kafka_security_protocol: str = "PLAINTEXT"
+    kafka_sasl_mechanism: str | None = None
+    kafka_sasl_username: str | None = None
+    kafka_sasl_password: str | None = None
+    kafka_ssl_cafile: str | None = None
+    kafka_ssl_certfile: str | None = None
+    kafka_ssl_keyfile: str | None = None
+    kafka_dead_letter_topic: str | None = None
+    kafka_max_message_bytes: int = 8 * 1024 * 1024
+    kafka_commit_interval_s: float = 2.0
+    # process
+    log_level: str = "info"
+    shutdown_grace_s: float = 20.0
+
+    def redacted(self) -> dict[str, Any]:
+        """Settings as a dict with secrets masked, for logs and /readyz."""
+        out = dataclasses.asdict(self)
+        for setting in AGENT_SETTINGS:
+            if setting.secret and out.get(setting.name):
+                out[setting.name] = "***"
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    name: str  # AgentConfig field
+    env: str  # RAGMON_* variable
+    parse: Parser
+    help: str
+    secret: bool = False
+    choices: tuple[str, ...] | None = None
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def default(self) -> Any:
+        f = AgentConfig.__dataclass_fields__[self.name]
+        if f.default is not dataclasses.MISSING:
+            return f.default
+        return f.default_factory()  # type: ignore[misc]
+
+
+def _s(name: str, env: str, parse: Parser, help: str, **kw: Any) -> Setting:
+    return Setting(name=name, env=env, parse=parse, help=help, **kw)
+
+
+AGENT_SETTINGS: tuple[Setting, ...] = (
+    _s("source", "RAGMON_AGENT_SOURCE", _choice("http", "kafka"), "Where spans come from: OTLP/HTTP receiver or a Kafka topic.", choices=("http", "kafka")),
+    _s("receiver_host", "RAGMON_RECEIVER_HOST", parse_str, "OTLP/HTTP receiver bind address."),
+    _s("receiver_port", "RAGMON_RECEIVER_PORT", parse_port, "OTLP/HTTP receiver port (POST /v1/traces)."),
+    _s("receiver_max_body_bytes", "RAGMON_RECEIVER_MAX_BODY_BYTES", parse_positive_int, "Largest accepted request body after decompression."),
+    _s("metrics_host", "RAGMON_METRICS_HOST", parse_str, "Bind address for /metrics, /healthz, /readyz and /worst."),
+    _s("metrics_port", "RAGMON_METRICS_PORT", parse_port, "Port for /metrics, /healthz, /readyz and /worst."),
+    _s("metrics_max_label_values", "RAGMON_METRICS_MAX_LABEL_VALUES", parse_positive_int, "Distinct service/pipeline values kept as labels; later ones become '_other'."),
+    _s("trace_timeout_s", "RAGMON_ASSEMBLER_TRACE_TIMEOUT_S", parse_positive_float, "Close a trace whose root span never arrives after this many seconds without new spans."),
+    _s("max_open_traces", "RAGMON_ASSEMBLER_MAX_OPEN_TRACES", parse_positive_int, "Bound on traces being assembled; the oldest is closed early and counted when full."),
+    _s("max_spans_per_trace", "RAGMON_ASSEMBLER_MAX_SPANS_PER_TRACE", parse_positive_int, "Spans kept per trace; extra spans are dropped and counted."),
+    _s("latency_window_s", "RAGMON_LATENCY_WINDOW_S", parse_positive_float, "Sliding window for the exact P95 latency gauges."),
+    _s("sample_rate", "RAGMON_SAMPLER_RATE", parse_rate, "Share of traces sent to the judge (deterministic on trace id)."),
+    _s("pipeline_sample_rates", "RAGMON_SAMPLER_PIPELINE_RATES", parse_rate_map, "Per-pipeline judge rates, e.g. 'checkout=0.05,search=0.5'."),
+    _s("priority_errors", "RAGMON_SAMPLER_PRIORITY_ERRORS", parse_bool, "Always judge traces whose RAG spans ended in error."),
+    _s("priority_feedback", "RAGMON_SAMPLER_PRIORITY_FEEDBACK", parse_bool, "Always judge traces with negative user feedback (ragmon.feedback)."),
+    _s("priority_slow_retrieval_s", "RAGMON_SAMPLER_PRIORITY_SLOW_RETRIEVAL_S", parse_optional_float, "Always judge traces whose retrieval took longer than this (empty = off)."),
+    _s("priority_min_top_score", "RAGMON_SAMPLER_PRIORITY_MIN_TOP_SCORE", parse_optional_float, "Always judge traces whose best retrieval score is below this (empty = off)."),
+    _s("dedup_size", "RAGMON_SAMPLER_DEDUP_SIZE", parse_nonnegative_int, "Trace ids remembered to recognise redelivered traces (0 = off)."),
+    _s("judge", "RAGMON_JUDGE", _choice("local", "llm"), "Judge: offline local model, or an LLM over an OpenAI-compatible API.", choices=("local", "llm")),
+    _s("judge_concurrency", "RAGMON_JUDGE_CONCURRENCY", parse_positive_int, "Traces judged at once."),
+    _s("judge_backlog", "RAGMON_JUDGE_BACKLOG", parse_positive_int, "Sampled traces waiting for the judge; when full the source is paused (Kafka) or traces are skipped (backlog_full)."),
+    _s("judge_timeout_s", "RAGMON_JUDGE_TIMEOUT_S", parse_positive_float, "Timeout for one judge request."),
+    _s("judge_base_url", "RAGMON_JUDGE_BASE_URL", parse_optional_str, "OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1."),
+    _s("judge_model", "RAGMON_JUDGE_MODEL", parse_optional_str, "Chat model name for the LLM judge."),
+    _s("judge_api_key", "RAGMON_JUDGE_API_KEY", parse_optional_str, "API key for the LLM judge (never logged).", secret=True),
+    _s("judge_mode", "RAGMON_JUDGE_MODE", _choice("compact", "parity"), "LLM judge mode: one call per trace, or RAGAS-parity calls.", choices=("compact", "parity")),
+    _s("judge_max_retries", "RAGMON_JUDGE_MAX_RETRIES", parse_nonnegative_int, "Retries on 429/5xx/timeouts (exponential backoff with jitter)."),
+    _s("judge_requests_per_minute", "RAGMON_JUDGE_REQUESTS_PER_MINUTE", parse_nonnegative_int, "Client-side request rate limit (0 = none)."),
+    _s("judge_tokens_per_minute", "RAGMON_JUDGE_TOKENS_PER_MINUTE", parse_nonnegative_int, "Client-side token rate limit (0 = none)."),
+    _s("judge_budget_tokens_per_minute", "RAGMON_JUDGE_BUDGET_TOKENS_PER_MINUTE", parse_nonnegative_int, "Token budget per minute; over it traces are skipped{reason=budget} (0 = none)."),
+    _s("judge_budget_tokens_per_day", "RAGMON_JUDGE_BUDGET_TOKENS_PER_DAY", parse_nonnegative_int, "Token budget per day; over it traces are skipped{reason=budget} (0 = none)."),
+    _s("judge_cache_ttl_s", "RAGMON_JUDGE_CACHE_TTL_S", parse_nonnegative_float, "An identical (question, contexts, answer) is not judged twice within this time."),
+    _s("judge_cache_size", "RAGMON_JUDGE_CACHE_SIZE", parse_nonnegative_int, "Entries in the judge's content-hash cache (0 = off)."),
+    _s("judge_max_input_tokens", "RAGMON_JUDGE_MAX_INPUT_TOKENS", parse_positive_int, "Per-trace input budget for the LLM judge; longer inputs are cut with a marker."),
+    _s("judge_circuit_failures", "RAGMON_JUDGE_CIRCUIT_FAILURES", parse_positive_int, "Consecutive failures that open the circuit breaker."),
+    _s("judge_circuit_reset_s", "RAGMON_JUDGE_CIRCUIT_RESET_S", parse_positive_float, "Seconds the circuit stays open before one trial request."),
+    _s("judge_model_path", "RAGMON_JUDGE_MODEL_PATH", parse_optional_str, "Local judge ONNX model file (default: the bundled all-MiniLM-L6-v2 int8)."),
+    _s("judge_model_sha256", "RAGMON_JUDGE_MODEL_SHA256", parse_optional_str, "Expected sha256 of the local model file (default: the bundled model's)."),
+    _s("diagnosis_faithfulness_threshold", "RAGMON_DIAGNOSIS_FAITHFULNESS_THRESHOLD", parse_rate, "Faithfulness below this counts as a generation failure."),
+    _s("diagnosis_answer_relevancy_threshold", "RAGMON_DIAGNOSIS_ANSWER_RELEVANCY_THRESHOLD", parse_rate, "Answer relevancy below this counts as a generation failure."),
+    _s("diagnosis_context_precision_threshold", "RAGMON_DIAGNOSIS_CONTEXT_PRECISION_THRESHOLD", parse_rate, "Context precision below this counts as a retrieval failure."),
+    _s("worst_size", "RAGMON_WORST_SIZE", parse_nonnegative_int, "Worst recently scored traces kept for /worst."),
+    _s("worst_max_chars", "RAGMON_WORST_MAX_CHARS", parse_nonnegative_int, "Most characters of question/answer text shown per trace in /worst."),
+    _s("kafka_bootstrap_servers", "RAGMON_KAFKA_BOOTSTRAP_SERVERS", parse_str, "Kafka bootstrap servers (host:port,...)."),
+    _s("kafka_topics", "RAGMON_KAFKA_TOPICS", parse_csv, "Topics to consume (comma separated)."),
+    _s("kafka_group_id", "RAGMON_KAFKA_GROUP_ID", parse_str, "Consumer group shared by all agent replicas."),
+    _s("kafka_encoding", "RAGMON_KAFKA_ENCODING", _choice("otlp_proto", "otlp_json"), "Message encoding, as the Collector's kafkaexporter writes it.", choices=("otlp_proto", "otlp_json")),
+    _s("kafka_security_protocol", "RAGMON_KAFKA_SECURITY_PROTOCOL", lambda t: _choice("plaintext", "ssl", "sasl_plaintext", "sasl_ssl")(t).upper(), "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL."),
+    _s("kafka_sasl_mechanism", "RAGMON_KAFKA_SASL_MECHANISM", parse_optional_str, "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512."),
+    _s("kafka_sasl_username", "RAGMON_KAFKA_SASL_USERNAME", parse_optional_str, "SASL username."),
+    _s("kafka_sasl_password", "RAGMON_KAFKA_SASL_PASSWORD", parse_optional_str, "SASL password (never logged).", secret=True),
+    _s("kafka_ssl_cafile", "RAGMON_KAFKA_SSL_CAFILE", parse_optional_str, "CA bundle for TLS."),
+    _s("kafka_ssl_certfile", "RAGMON_KAFKA_SSL_CERTFILE", parse_optional_str, "Client certificate for mutual TLS."),
+    _s("kafka_ssl_keyfile", "RAGMON_KAFKA_SSL_KEYFILE", parse_optional_str, "Client key for mutual TLS."),
+    _s("kafka_dead_letter_topic", "RAGMON_KAFKA_DEAD_LETTER_TOPIC", parse_optional_str, "Write poison messages here with the error in a header (empty = off)."),
+    _s("kafka_max_message_bytes", "RAGMON_KAFKA_MAX_MESSAGE_BYTES", parse_positive_int, "Messages larger than this are poison (oversize)."),
+    _s("kafka_commit_interval_s", "RAGMON_KAFKA_COMMIT_INTERVAL_S", parse_positive_float, "How often safe offsets are committed."),
+    _s("log_level", "RAGMON_LOG_LEVEL", _choice("debug", "info", "warning", "error"), "Log level.", choices=("debug", "info", "warning", "error")),
+    _s("shutdown_grace_s", "RAGMON_SHUTDOWN_GRACE_S", parse_positive_float, "On SIGTERM, time allowed to finish in-flight traces before the rest are accounted as skipped{reason=shutdown}."),
+)
+
+SETTINGS_BY_NAME: Mapping[str, Setting] = {s.name: s for s in AGENT_SETTINGS}
+
+
+def _convert(setting: Setting, raw: Any, origin: str) -> Any:
+    if not isinstance(raw, str):
+        return raw  # already typed (explicit Python argument)
+    try:
+        return setting.parse(raw)
+    except (ValueError, TypeError) as exc:
+        shown = "***" if setting.secret else repr(raw)
+        raise ConfigError(
+            f"{setting.flag} / {setting.env}", f"invalid value {shown} from {origin}: {exc}"
+        ) from exc
+
+
+def load_agent_config(
+    overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None
+) -> AgentConfig:
+    """Explicit ``overrides`` (None values ignored) > ``RAGMON_*`` env > defaults; validated."""
+    env = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    for setting in AGENT_SETTINGS:
+        if overrides is not None and overrides.get(setting.name) is not None:
+            values[setting.name] = _convert(setting, overrides[setting.name], "argument")
+        elif setting.env in env:
+            values[setting.name] = _convert(setting, env[setting.env], f"env {setting.env}")
+    unknown = set(overrides or {}) - set(SETTINGS_BY_NAME)
+    if unknown:
+        raise ConfigError(", ".join(sorted(unknown)), "unknown setting")
+    config = AgentConfig(**values)
+    _validate(config)
+    return config
+
+
+def _validate(c: AgentConfig) -> None:
+    """Cross-field checks that a single parser cannot see."""
+    if c.judge == "llm":
+        if not c.judge_base_url:
+            raise ConfigError("--judge-base-url / RAGMON_JUDGE_BASE_URL", "required when --judge llm")
+        if not c.judge_model:
+            raise ConfigError("--judge-model / RAGMON_JUDGE_MODEL", "required when --judge llm")
+        if not c.judge_base_url.startswith(("http://", "https://")):
+            raise ConfigError("--judge-base-url / RAGMON_JUDGE_BASE_URL", f"not an http(s) URL: {c.judge_base_url!r}")
+    if c.source == "kafka" and not c.kafka_topics:
+        raise ConfigError("--kafka-topics / RAGMON_KAFKA_TOPICS", "at least one topic is required")
+    if c.kafka_sasl_mechanism and c.kafka_sasl_mechanism.upper() not in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
+        raise ConfigError("--kafka-sasl-mechanism / RAGMON_KAFKA_SASL_MECHANISM", f"unsupported mechanism {c.kafka_sasl_mechanism!r}")

@@ -1,0 +1,94 @@
+"""The ragmon exception tree. Foreign exceptions are translated at the edge with ``from``.
+
+::
+
+    RagmonError
+    ├── ConfigError                 bad setting; raised at start-up, names the setting
+    ├── DecodeError                 bytes that are not OTLP (reason: a bounded label)
+    ├── SourceError                 a span source failed (retriable flag)
+    │   └── KafkaSourceError
+    ├── JudgeError                  scoring one trace failed (reason: bounded label; retriable flag)
+    │   ├── JudgeTimeoutError
+    │   ├── JudgeHTTPError          non-2xx from the judge endpoint (status)
+    │   ├── JudgeRateLimitedError   429 after retries
+    │   ├── JudgeReplyError         reply not valid JSON / wrong schema after the repair attempt
+    │   ├── JudgeCircuitOpenError   circuit breaker open: endpoint considered down
+    │   └── JudgeBudgetExceeded     token budget exhausted (the trace is *skipped*, not failed)
+    └── ModelError                  local model file missing or checksum mismatch
+"""
+
+from __future__ import annotations
+
+from . import semconv as sc
+
+
+class RagmonError(Exception):
+    """Base of every error ragmon raises on purpose."""
+
+
+class ConfigError(RagmonError, ValueError):
+    """A setting has a bad value. The message names the setting and its env var."""
+
+    def __init__(self, setting: str, message: str) -> None:
+        super().__init__(f"{setting}: {message}")
+        self.setting = setting
+
+
+class DecodeError(RagmonError):
+    """A request body or Kafka message is not valid OTLP."""
+
+    def __init__(self, message: str, reason: str = sc.DROP_MALFORMED_BODY) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class SourceError(RagmonError):
+    retriable: bool = True
+
+
+class KafkaSourceError(SourceError):
+    pass
+
+
+class JudgeError(RagmonError):
+    """Scoring a trace failed; ``reason`` is a bounded label value for failed{reason}."""
+
+    reason: str = sc.FAIL_INTERNAL
+    retriable: bool = False
+
+
+class JudgeTimeoutError(JudgeError):
+    reason = sc.FAIL_TIMEOUT
+    retriable = True
+
+
+class JudgeHTTPError(JudgeError):
+    reason = sc.FAIL_HTTP
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retriable = status is None or status >= 500
+
+
+class JudgeRateLimitedError(JudgeError):
+    reason = sc.FAIL_RATE_LIMITED
+    retriable = True
+
+
+class JudgeReplyError(JudgeError):
+    reason = sc.FAIL_INVALID_REPLY
+
+
+class JudgeCircuitOpenError(JudgeError):
+    reason = sc.FAIL_CIRCUIT_OPEN
+
+
+class JudgeBudgetExceeded(JudgeError):
+    """Not a failure: the agent accounts the trace as skipped{reason="budget"}."""
+
+    reason = sc.SKIP_BUDGET
+
+
+class ModelError(RagmonError):
+    """The local judge's model file is missing, unreadable or fails its checksum."""

@@ -1,0 +1,1 @@
+"""Prometheus metric definitions and the HTTP server for /metrics, /healthz, /readyz, /worst."""

@@ -1,0 +1,109 @@
+"""Every Prometheus metric the agent exports, registered on an injected registry.
+
+Names come from ``semconv`` (``ragmon_<thing>_<unit>``); label values come from bounded
+sets. Service and pipeline names are user data, so ``LabelLimiter`` caps how many distinct
+values become labels. ``docs/metrics.md`` documents each metric; a test keeps the two equal.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
+
+from .._version import __version__
+from .. import semconv as sc
+
+# 10 ms - 5 s retrievals need resolution around the 500 ms target for P95.
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.75, 1.0,
+                   1.5, 2.0, 3.0, 5.0, 7.5, 10.0, 30.0)
+SCORE_BUCKETS = tuple(round(i / 20, 2) for i in range(1, 21))  # 0.05 ... 1.0
+JUDGE_DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
+DOCUMENT_COUNT_BUCKETS = (0, 1, 2, 3, 5, 8, 10, 15, 20, 30, 50, 100)
+
+SP = (sc.L_SERVICE, sc.L_PIPELINE)
+
+
+class LabelLimiter:
+    """Maps user-supplied label values onto a bounded set: the first ``limit`` distinct
+    values pass, later ones become ``_other``. Thread-safe."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._seen: set[str] = set()
+        self._lock = threading.Lock()
+
+    def __call__(self, value: str | None) -> str:
+        value = value or sc.UNKNOWN_LABEL
+        if value in self._seen:
+            return value
+        with self._lock:
+            if value in self._seen:
+                return value
+            if len(self._seen) >= self._limit:
+                return sc.OVERFLOW_LABEL
+            self._seen.add(value)
+            return value
+
+
+class AgentMetrics:
+    """All agent metrics on one registry (pass a fresh ``CollectorRegistry`` in tests)."""
+
+    def __init__(self, registry: CollectorRegistry | None = None, max_label_values: int = 200) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        r = self.registry
+        self.service_label = LabelLimiter(max_label_values)
+        self.pipeline_label = LabelLimiter(max_label_values)
+
+        self.build = Info(sc.M_BUILD_INFO, "ragmon agent build information.", registry=r)
+        self.build.info({"version": __version__})
+
+        # ingest
+        self.spans_received = Counter(sc.M_SPANS_RECEIVED, "Spans decoded from any source.", [sc.L_SOURCE], registry=r)
+        self.requests_received = Counter(sc.M_REQUESTS_RECEIVED, "OTLP export requests / Kafka messages by outcome (ok, rejected).", [sc.L_SOURCE, sc.L_OUTCOME], registry=r)
+        self.dropped = Counter(sc.M_DROPPED, "Input dropped before it became a trace, by reason.", [sc.L_REASON], registry=r)
+        self.span_attribute_limit = Counter(sc.M_SPAN_ATTRIBUTE_LIMIT, "Spans that arrived with dropped_attributes_count > 0 (raise OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT).", [sc.L_SERVICE], registry=r)
+        self.open_traces = Gauge(sc.M_OPEN_TRACES, "Traces being assembled (waiting for their root span or timeout).", registry=r)
+
+        # trace accounting: received = sampled + skipped{not_sampled,...}; sampled = scored + failed + skipped{after sampling}
+        self.traces_received = Counter(sc.M_TRACES_RECEIVED, "Traces assembled (every trace that entered).", SP, registry=r)
+        self.traces_incomplete = Counter(sc.M_TRACES_INCOMPLETE, "Traces closed by the inactivity timeout or eviction instead of their root span.", SP, registry=r)
+        self.traces_sampled = Counter(sc.M_TRACES_SAMPLED, "Traces selected for judging, by why (rate or a priority rule).", [*SP, sc.L_REASON], registry=r)
+        self.traces_scored = Counter(sc.M_TRACES_SCORED, "Traces the judge scored.", [*SP, sc.L_JUDGE], registry=r)
+        self.traces_skipped = Counter(sc.M_TRACES_SKIPPED, "Traces not judged, by reason (not_sampled, no_content, budget, backlog_full, ...).", [*SP, sc.L_REASON], registry=r)
+        self.traces_failed = Counter(sc.M_TRACES_FAILED, "Traces whose judging failed, by reason.", [*SP, sc.L_JUDGE, sc.L_REASON], registry=r)
+        self.traces_duplicate = Counter(sc.M_DEDUP_HITS, "Redelivered traces recognised by trace id and not scored again.", SP, registry=r)
+        self.judge_backlog = Gauge(sc.M_JUDGE_BACKLOG, "Sampled traces waiting for or in the judge.", registry=r)
+
+        # latency, all traffic
+        self.retrieval_latency = Histogram(sc.M_RETRIEVAL_LATENCY, "Retrieval stage duration, every trace.", SP, buckets=LATENCY_BUCKETS, registry=r)
+        self.retrieval_latency_p95 = Gauge(sc.M_RETRIEVAL_LATENCY_P95, "Exact P95 retrieval latency over the sliding window.", SP, registry=r)
+        self.generation_latency = Histogram(sc.M_GENERATION_LATENCY, "Generation stage duration, every trace.", SP, buckets=LATENCY_BUCKETS, registry=r)
+        self.pipeline_latency = Histogram(sc.M_PIPELINE_LATENCY, "End-to-end pipeline duration, every trace.", SP, buckets=LATENCY_BUCKETS, registry=r)
+        self.pipeline_latency_p95 = Gauge(sc.M_PIPELINE_LATENCY_P95, "Exact P95 pipeline latency over the sliding window.", SP, registry=r)
+        self.retrieved_documents = Histogram(sc.M_RETRIEVED_DOCUMENTS, "Documents returned per retrieval.", SP, buckets=DOCUMENT_COUNT_BUCKETS, registry=r)
+
+        # scores and diagnosis
+        self.score = Histogram(sc.M_SCORE, "Judge scores in [0, 1] by metric (faithfulness, answer_relevancy, context_precision).", [*SP, sc.L_JUDGE, sc.L_METRIC], buckets=SCORE_BUCKETS, registry=r)
+        self.diagnosis = Counter(sc.M_DIAGNOSIS, "Scored traces by diagnosis verdict (ok, retrieval_failure, generation_failure, both).", [*SP, sc.L_VERDICT], registry=r)
+
+        # judge
+        self.judge_duration = Histogram(sc.M_JUDGE_DURATION, "Time to score one trace.", [sc.L_JUDGE], buckets=JUDGE_DURATION_BUCKETS, registry=r)
+        self.judge_requests = Counter(sc.M_JUDGE_REQUESTS, "Judge API requests by outcome (ok, retry, http_error, timeout, rate_limited, invalid_reply, circuit_open).", [sc.L_JUDGE, sc.L_OUTCOME], registry=r)
+        self.judge_tokens = Counter(sc.M_JUDGE_TOKENS, "Judge tokens used (kind=prompt|completion), from the API's usage or estimated.", [sc.L_JUDGE, sc.L_KIND], registry=r)
+        self.judge_input_truncated = Counter(sc.M_JUDGE_INPUT_TRUNCATED, "Traces whose judge input was cut to the token budget.", [sc.L_JUDGE], registry=r)
+        self.judge_cache_hits = Counter(sc.M_JUDGE_CACHE_HITS, "Traces answered from the judge's content-hash cache.", [sc.L_JUDGE], registry=r)
+        self.judge_circuit_open = Gauge(sc.M_JUDGE_CIRCUIT_OPEN, "1 while the judge's circuit breaker is open.", [sc.L_JUDGE], registry=r)
+        self.judge_budget_remaining = Gauge(sc.M_JUDGE_BUDGET_REMAINING, "Judge tokens left in the current budget window (window=minute|day).", [sc.L_WINDOW], registry=r)
+
+        # kafka
+        self.kafka_messages = Counter(sc.M_KAFKA_MESSAGES, "Kafka messages consumed.", [sc.L_TOPIC], registry=r)
+        self.kafka_lag = Gauge(sc.M_KAFKA_LAG, "Consumer lag in messages per assigned partition.", [sc.L_TOPIC, sc.L_PARTITION], registry=r)
+        self.kafka_commits = Counter(sc.M_KAFKA_COMMITS, "Offset commits by outcome (ok, error).", [sc.L_OUTCOME], registry=r)
+        self.kafka_rebalances = Counter(sc.M_KAFKA_REBALANCES, "Partition rebalances (kind=assigned|revoked).", [sc.L_KIND], registry=r)
+        self.kafka_paused = Counter(sc.M_KAFKA_PAUSED, "Seconds the consumer spent paused by back-pressure.", registry=r)
+        self.kafka_dead_letters = Counter(sc.M_KAFKA_DEAD_LETTERS, "Poison messages skipped (and written to the dead-letter topic when set), by reason.", [sc.L_REASON], registry=r)
+
+    def labels_sp(self, service: str | None, pipeline: str | None) -> tuple[str, str]:
+        """Bounded (service, pipeline) label values for a trace."""
+        return self.service_label(service), self.pipeline_label(pipeline)

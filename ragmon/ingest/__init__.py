@@ -1,0 +1,1 @@
+"""OTLP decoding, trace assembly and span sources. Protobuf and Kafka objects stay here."""

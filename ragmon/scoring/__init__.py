@@ -1,0 +1,1 @@
+"""Judges, sampling and scoring formulas. httpx never leaves this package."""

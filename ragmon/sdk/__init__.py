@@ -1,0 +1,1 @@
+"""The part of ragmon that runs inside the user's process."""

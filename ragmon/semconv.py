@@ -1,0 +1,187 @@
+"""Every span attribute, metric name and label name ragmon reads or writes.
+
+One place for the strings, so the SDK that writes an attribute and the agent that reads
+it can never disagree. Where OpenInference has a name we use it; OTel GenAI and
+OpenLLMetry names are listed so the agent can *read* them. ragmon's own extras live
+under ``ragmon.*``.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# --- OpenInference (written by ragmon's SDK, read by the agent) -----------------------
+SPAN_KIND: Final = "openinference.span.kind"
+KIND_CHAIN: Final = "CHAIN"
+KIND_RETRIEVER: Final = "RETRIEVER"
+KIND_LLM: Final = "LLM"
+KIND_RERANKER: Final = "RERANKER"
+KIND_EMBEDDING: Final = "EMBEDDING"
+
+INPUT_VALUE: Final = "input.value"
+INPUT_MIME_TYPE: Final = "input.mime_type"
+OUTPUT_VALUE: Final = "output.value"
+OUTPUT_MIME_TYPE: Final = "output.mime_type"
+
+RETRIEVAL_DOCUMENTS_PREFIX: Final = "retrieval.documents"
+DOCUMENT_ID: Final = "document.id"
+DOCUMENT_CONTENT: Final = "document.content"
+DOCUMENT_SCORE: Final = "document.score"
+DOCUMENT_METADATA: Final = "document.metadata"
+
+LLM_MODEL_NAME: Final = "llm.model_name"
+LLM_PROMPT_TEMPLATE_VERSION: Final = "llm.prompt_template.version"
+SESSION_ID: Final = "session.id"
+USER_ID: Final = "user.id"
+TAG_TAGS: Final = "tag.tags"
+METADATA: Final = "metadata"
+
+
+def retrieval_document_attr(index: int, field: str) -> str:
+    """``retrieval.documents.{i}.document.{field}`` (OpenInference flattened list)."""
+    return f"{RETRIEVAL_DOCUMENTS_PREFIX}.{index}.{field}"
+
+
+# --- OpenTelemetry general / GenAI semantic conventions (read) ------------------------
+SERVICE_NAME: Final = "service.name"
+ERROR_TYPE: Final = "error.type"
+EXCEPTION_EVENT: Final = "exception"
+EXCEPTION_TYPE: Final = "exception.type"
+EXCEPTION_MESSAGE: Final = "exception.message"
+
+GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
+GEN_AI_OP_RETRIEVAL: Final = "retrieval"
+GEN_AI_OP_CHAT: Final = "chat"
+GEN_AI_OP_TEXT_COMPLETION: Final = "text_completion"
+GEN_AI_OP_GENERATE_CONTENT: Final = "generate_content"
+GEN_AI_RETRIEVAL_DOCUMENTS: Final = "gen_ai.retrieval.documents"
+GEN_AI_RETRIEVAL_QUERY_TEXT: Final = "gen_ai.retrieval.query.text"
+GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
+GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
+GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
+
+# --- OpenLLMetry / Traceloop (read) ---------------------------------------------------
+TRACELOOP_SPAN_KIND: Final = "traceloop.span.kind"
+TRACELOOP_ENTITY_INPUT: Final = "traceloop.entity.input"
+TRACELOOP_ENTITY_OUTPUT: Final = "traceloop.entity.output"
+TRACELOOP_ENTITY_NAME: Final = "traceloop.entity.name"
+TRACELOOP_WORKFLOW_NAME: Final = "traceloop.workflow.name"
+OPENLLMETRY_OP_VECTOR_DB_RETRIEVE: Final = "vector_db_retrieve"
+DB_QUERY_RESULT_EVENT: Final = "db.query.result"
+
+# --- ragmon's own extras ----------------------------------------------------------------
+RAGMON_PIPELINE: Final = "ragmon.pipeline"
+RAGMON_STAGE: Final = "ragmon.stage"  # pipeline | retriever | generator
+RAGMON_CONTENT_SAMPLED: Final = "ragmon.content.sampled"  # bool: text attached to this trace
+RAGMON_TRUNCATED_FIELDS: Final = "ragmon.truncated_fields"  # list of attribute names cut to the cap
+RAGMON_REDACTED: Final = "ragmon.redacted"  # bool: the redaction hook changed/dropped text
+RAGMON_DOCUMENT_COUNT: Final = "ragmon.retrieval.document_count"
+RAGMON_FEEDBACK: Final = "ragmon.feedback"  # "negative" | "positive" | numeric
+RAGMON_SDK_VERSION: Final = "ragmon.sdk.version"
+
+STAGE_PIPELINE: Final = "pipeline"
+STAGE_RETRIEVER: Final = "retriever"
+STAGE_GENERATOR: Final = "generator"
+
+TRUNCATION_MARKER: Final = "…[truncated by ragmon]"
+
+# --- Metric names: ragmon_<thing>_<unit>, base units, counters end in _total -----------
+# (prometheus_client appends _total to Counter names itself; these are the names without it)
+M_SPANS_RECEIVED: Final = "ragmon_spans_received"  # counter {source}
+M_REQUESTS_RECEIVED: Final = "ragmon_receiver_requests"  # counter {source, outcome}
+M_DROPPED: Final = "ragmon_dropped"  # counter {reason}
+M_TRACES_RECEIVED: Final = "ragmon_traces_received"  # counter {service, pipeline}
+M_TRACES_SAMPLED: Final = "ragmon_traces_sampled"  # counter {service, pipeline, reason}
+M_TRACES_SCORED: Final = "ragmon_traces_scored"  # counter {service, pipeline, judge}
+M_TRACES_SKIPPED: Final = "ragmon_traces_skipped"  # counter {service, pipeline, reason}
+M_TRACES_FAILED: Final = "ragmon_traces_failed"  # counter {service, pipeline, judge, reason}
+M_TRACES_INCOMPLETE: Final = "ragmon_traces_incomplete"  # counter {service, pipeline}: closed by timeout
+M_SPAN_ATTRIBUTE_LIMIT: Final = "ragmon_spans_attribute_limit_hit"  # counter {service}
+M_OPEN_TRACES: Final = "ragmon_open_traces"  # gauge
+M_JUDGE_BACKLOG: Final = "ragmon_judge_backlog"  # gauge: traces waiting for the judge
+M_SCORE: Final = "ragmon_score_ratio"  # histogram {service, pipeline, judge, metric}
+M_RETRIEVAL_LATENCY: Final = "ragmon_retrieval_latency_seconds"  # histogram {service, pipeline}
+M_RETRIEVAL_LATENCY_P95: Final = "ragmon_retrieval_latency_p95_seconds"  # gauge {service, pipeline}
+M_GENERATION_LATENCY: Final = "ragmon_generation_latency_seconds"  # histogram {service, pipeline}
+M_PIPELINE_LATENCY: Final = "ragmon_pipeline_latency_seconds"  # histogram {service, pipeline}
+M_PIPELINE_LATENCY_P95: Final = "ragmon_pipeline_latency_p95_seconds"  # gauge {service, pipeline}
+M_RETRIEVED_DOCUMENTS: Final = "ragmon_retrieved_documents"  # histogram {service, pipeline}
+M_JUDGE_DURATION: Final = "ragmon_judge_duration_seconds"  # histogram {judge}
+M_JUDGE_REQUESTS: Final = "ragmon_judge_requests"  # counter {judge, outcome}
+M_JUDGE_TOKENS: Final = "ragmon_judge_tokens"  # counter {judge, kind}
+M_JUDGE_INPUT_TRUNCATED: Final = "ragmon_judge_input_truncated"  # counter {judge}
+M_JUDGE_CACHE_HITS: Final = "ragmon_judge_cache_hits"  # counter {judge}
+M_JUDGE_CIRCUIT_OPEN: Final = "ragmon_judge_circuit_open"  # gauge {judge}: 1 while open
+M_JUDGE_BUDGET_REMAINING: Final = "ragmon_judge_budget_remaining_tokens"  # gauge {window}
+M_DIAGNOSIS: Final = "ragmon_diagnosis"  # counter {service, pipeline, verdict}
+M_DEDUP_HITS: Final = "ragmon_traces_duplicate"  # counter {service, pipeline}
+M_KAFKA_MESSAGES: Final = "ragmon_kafka_messages_consumed"  # counter {topic}
+M_KAFKA_LAG: Final = "ragmon_kafka_consumer_lag_messages"  # gauge {topic, partition}
+M_KAFKA_COMMITS: Final = "ragmon_kafka_commits"  # counter {outcome}
+M_KAFKA_REBALANCES: Final = "ragmon_kafka_rebalances"  # counter {kind}
+M_KAFKA_PAUSED: Final = "ragmon_kafka_paused_seconds"  # counter
+M_KAFKA_DEAD_LETTERS: Final = "ragmon_kafka_dead_letters"  # counter {reason}
+M_BUILD_INFO: Final = "ragmon_build"  # info {version}
+
+# --- Label names and their bounded value sets ---------------------------------------------
+L_SERVICE: Final = "service"
+L_PIPELINE: Final = "pipeline"
+L_JUDGE: Final = "judge"
+L_METRIC: Final = "metric"
+L_REASON: Final = "reason"
+L_OUTCOME: Final = "outcome"
+L_SOURCE: Final = "source"
+L_KIND: Final = "kind"
+L_VERDICT: Final = "verdict"
+L_TOPIC: Final = "topic"
+L_PARTITION: Final = "partition"
+L_WINDOW: Final = "window"
+
+METRIC_FAITHFULNESS: Final = "faithfulness"
+METRIC_ANSWER_RELEVANCY: Final = "answer_relevancy"
+METRIC_CONTEXT_PRECISION: Final = "context_precision"
+SCORE_METRICS: Final = (METRIC_FAITHFULNESS, METRIC_ANSWER_RELEVANCY, METRIC_CONTEXT_PRECISION)
+
+VERDICT_OK: Final = "ok"
+VERDICT_RETRIEVAL: Final = "retrieval_failure"
+VERDICT_GENERATION: Final = "generation_failure"
+VERDICT_BOTH: Final = "both"
+VERDICTS: Final = (VERDICT_OK, VERDICT_RETRIEVAL, VERDICT_GENERATION, VERDICT_BOTH)
+
+# Label value used once a bounded label set is full (see export.labels).
+OVERFLOW_LABEL: Final = "_other"
+UNKNOWN_LABEL: Final = "unknown"
+
+# --- Bounded reason values -------------------------------------------------------------------
+# traces skipped (not judged, by design)
+SKIP_NOT_SAMPLED: Final = "not_sampled"
+SKIP_NO_CONTENT: Final = "no_content"  # SDK content rate left the text off
+SKIP_NO_ANSWER: Final = "no_answer"  # retrieval-only trace: latency yes, judge no
+SKIP_NO_QUESTION: Final = "no_question"
+SKIP_BUDGET: Final = "budget"
+SKIP_BACKLOG_FULL: Final = "backlog_full"
+SKIP_DUPLICATE: Final = "duplicate"
+SKIP_SHUTDOWN: Final = "shutdown"
+# traces failed (the judge was asked and could not answer)
+FAIL_TIMEOUT: Final = "timeout"
+FAIL_HTTP: Final = "http_error"
+FAIL_RATE_LIMITED: Final = "rate_limited"
+FAIL_INVALID_REPLY: Final = "invalid_reply"
+FAIL_CIRCUIT_OPEN: Final = "circuit_open"
+FAIL_INTERNAL: Final = "internal_error"
+# input dropped before it became a trace
+DROP_MALFORMED_BODY: Final = "malformed_body"
+DROP_UNSUPPORTED_MEDIA: Final = "unsupported_media_type"
+DROP_BODY_TOO_LARGE: Final = "body_too_large"
+DROP_MALFORMED_SPAN: Final = "malformed_span"
+DROP_OPEN_TRACES_FULL: Final = "open_traces_limit"  # oldest open trace evicted
+DROP_SPANS_PER_TRACE: Final = "spans_per_trace_limit"
+DROP_LATE_SPAN: Final = "late_span"  # span of a trace already closed
+DROP_POISON_MESSAGE: Final = "poison_message"
+DROP_OVERSIZE_MESSAGE: Final = "oversize_message"
+# sampled reasons
+SAMPLED_RATE: Final = "rate"
+SAMPLED_PRIORITY_ERROR: Final = "priority_error"
+SAMPLED_PRIORITY_FEEDBACK: Final = "priority_feedback"
+SAMPLED_PRIORITY_SLOW: Final = "priority_slow_retrieval"
+SAMPLED_PRIORITY_LOW_SCORE: Final = "priority_low_retrieval_score"

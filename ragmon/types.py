@@ -1,0 +1,117 @@
+"""Frozen dataclasses that cross stage boundaries.
+
+``SpanRecord`` leaves the OTLP decoder (no protobuf object ever leaves ``ingest/``),
+``RagTrace`` leaves the assembler, ``Scores`` leaves a judge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+# An OTLP attribute value after decoding: scalars, homogeneous lists, or kvlist -> dict.
+AttrValue = Any
+
+
+@dataclass(frozen=True, slots=True)
+class SpanEvent:
+    name: str
+    time_ns: int
+    attributes: Mapping[str, AttrValue] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SpanRecord:
+    """One decoded span, independent of the wire encoding it came in."""
+
+    trace_id: str  # 32 lowercase hex chars
+    span_id: str  # 16 lowercase hex chars
+    parent_span_id: str | None  # None for a root span
+    name: str
+    start_time_ns: int
+    end_time_ns: int
+    attributes: Mapping[str, AttrValue] = field(default_factory=dict)
+    resource: Mapping[str, AttrValue] = field(default_factory=dict)
+    events: tuple[SpanEvent, ...] = ()
+    status_code: str = "UNSET"  # UNSET | OK | ERROR
+    status_message: str = ""
+    kind: str = "INTERNAL"  # INTERNAL | SERVER | CLIENT | PRODUCER | CONSUMER
+    scope_name: str = ""
+    dropped_attributes_count: int = 0
+
+    @property
+    def duration_s(self) -> float:
+        return max(0, self.end_time_ns - self.start_time_ns) / 1e9
+
+    @property
+    def service_name(self) -> str | None:
+        value = self.resource.get("service.name")
+        return str(value) if value is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One retrieved document. ``content`` is None when text was not shipped."""
+
+    id: str
+    content: str | None = None
+    score: float | None = None
+    rank: int = 0  # 0-based position in the retriever's result list
+    metadata: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RagTrace:
+    """One RAG request, assembled from all spans that share a trace id."""
+
+    trace_id: str
+    service: str
+    pipeline: str
+    question: str | None = None
+    answer: str | None = None
+    documents: tuple[Document, ...] = ()
+    retrieval_latency_s: float | None = None
+    generation_latency_s: float | None = None
+    pipeline_latency_s: float | None = None
+    start_time_ns: int = 0
+    error_type: str | None = None  # set when any RAG span ended in error
+    complete: bool = True  # False when closed by the inactivity timeout, not by its root span
+    content_sampled: bool = True  # False when the SDK left the text off (content rate)
+    attribute_limit_hit: bool = False  # some span hit OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT
+    span_count: int = 0
+    attributes: Mapping[str, Any] = field(default_factory=dict)  # model, prompt version, feedback…
+
+    @property
+    def contexts(self) -> list[str]:
+        """The texts of the retrieved documents, in rank order, skipping missing ones."""
+        return [d.content for d in self.documents if d.content]
+
+    @property
+    def top_retrieval_score(self) -> float | None:
+        scores = [d.score for d in self.documents if d.score is not None]
+        return max(scores) if scores else None
+
+
+@dataclass(frozen=True, slots=True)
+class Scores:
+    """A judge's verdict on one trace; each score in [0, 1] or None when not computable."""
+
+    faithfulness: float | None = None
+    answer_relevancy: float | None = None
+    context_precision: float | None = None
+    judge: str = ""
+    # Explanations for error analysis: claims and their verdicts, per-context relevance, ...
+    details: Mapping[str, Any] = field(default_factory=dict)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def as_dict(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        if self.faithfulness is not None:
+            out["faithfulness"] = self.faithfulness
+        if self.answer_relevancy is not None:
+            out["answer_relevancy"] = self.answer_relevancy
+        if self.context_precision is not None:
+            out["context_precision"] = self.context_precision
+        return out
