@@ -1,0 +1,45 @@
+"""The contract between a span source (HTTP receiver, Kafka consumer) and the agent.
+
+A source decodes what it receives into ``SpanRecord``s and hands them to the agent's
+``SpanSink.submit`` together with an optional *delivery token* (e.g. a Kafka
+``(topic, partition, offset)``). The agent calls ``source.release(token)`` once every trace
+that had spans in that delivery is accounted for (scored, skipped or failed), which is
+when a Kafka source may commit the offset. Sources poll ``sink.backpressure()`` and pause
+while it is True instead of buffering without bound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from typing import Protocol
+
+from ..types import SpanRecord
+
+
+class SpanSink(Protocol):
+    def submit(self, spans: Sequence[SpanRecord], token: Hashable | None = None) -> None:
+        """Hand decoded spans to the agent. Never raises for bad spans; never blocks."""
+
+    def backpressure(self) -> bool:
+        """True while the judge backlog is full: pause consuming."""
+
+    async def flush_where(self, predicate: Callable[[Hashable], bool], timeout_s: float) -> None:
+        """Close open traces holding a token that matches ``predicate`` and wait (bounded)
+        until they are accounted for, e.g. before partitions are revoked."""
+
+
+class SpanSource(Protocol):
+    #: bounded label value: "http" or "kafka"
+    name: str
+
+    async def start(self, sink: SpanSink) -> None:
+        """Connect/bind and begin delivering spans to ``sink``; return once running."""
+
+    async def stop(self) -> None:
+        """Stop receiving; commit what is safe. Idempotent."""
+
+    def release(self, token: Hashable) -> None:
+        """Every trace with spans in the delivery ``token`` is accounted for."""
+
+    def ready(self) -> bool:
+        """Bound / connected and delivering (for /readyz)."""
