@@ -177,6 +177,7 @@ DROP_MALFORMED_SPAN: Final = "malformed_span"
 DROP_OPEN_TRACES_FULL: Final = "open_traces_limit"  # oldest open trace evicted
 DROP_SPANS_PER_TRACE: Final = "spans_per_trace_limit"
 DROP_LATE_SPAN: Final = "late_span"  # span of a trace already closed
+DROP_DUPLICATE_SPAN: Final = "duplicate_span"  # same span id twice in one open trace (redelivery)
 DROP_POISON_MESSAGE: Final = "poison_message"
 DROP_OVERSIZE_MESSAGE: Final = "oversize_message"
 # sampled reasons
