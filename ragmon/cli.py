@@ -1,0 +1,141 @@
+"""``ragmon agent | demo | calibrate | version``.
+
+Every agent flag is generated from ``ragmon.config.AGENT_SETTINGS`` so that flags, env
+vars and the README's table cannot drift apart. Flags default to None so that the
+precedence explicit flag > RAGMON_* env var > default holds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+
+from ._version import __version__
+from .config import AGENT_SETTINGS, AgentConfig, load_agent_config
+from .errors import ConfigError, ModelError
+
+log = logging.getLogger("ragmon")
+
+
+def _format_default(value: object) -> str:
+    if isinstance(value, tuple):
+        return ",".join(value) or "(empty)"
+    if isinstance(value, dict):
+        return ",".join(f"{k}={v}" for k, v in value.items()) or "(empty)"
+    return "(empty)" if value is None else str(value)
+
+
+def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
+    for setting in AGENT_SETTINGS:
+        shown = "***" if setting.secret else _format_default(setting.default)
+        parser.add_argument(
+            setting.flag,
+            dest=setting.name,
+            default=None,
+            metavar=setting.choices and "{" + ",".join(setting.choices) + "}" or "VALUE",
+            help=f"{setting.help} [env {setting.env}; default {shown}]",
+        )
+
+
+def config_from_args(args: argparse.Namespace) -> AgentConfig:
+    overrides = {s.name: getattr(args, s.name, None) for s in AGENT_SETTINGS}
+    return load_agent_config(overrides)
+
+
+def setup_logging(level: str) -> None:
+    logging.basicConfig(
+        level=getattr(logging, level.upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+async def run_agent(config: AgentConfig) -> int:
+    from .agent import Agent
+
+    agent = Agent(config)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await agent.start()
+    try:
+        await stop.wait()
+        log.info("signal received: stopping (grace %.0fs)", config.shutdown_grace_s)
+    finally:
+        await agent.stop()
+    return 0
+
+
+def _cmd_agent(args: argparse.Namespace) -> int:
+    config = config_from_args(args)
+    setup_logging(config.log_level)
+    return asyncio.run(run_agent(config))
+
+
+def _cmd_version(args: argparse.Namespace) -> int:
+    print(f"ragmon {__version__}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ragmon", description="OpenTelemetry-native quality monitor for production RAG systems."
+    )
+    parser.add_argument("--version", action="version", version=f"ragmon {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    agent = sub.add_parser(
+        "agent",
+        help="run the agent (sidecar): receive spans, score a sample, serve /metrics",
+        description="Receive OpenTelemetry spans (OTLP/HTTP or Kafka), assemble RAG traces, measure "
+        "latency on all of them, judge a sample, and expose Prometheus metrics. Every flag also has "
+        "a RAGMON_* environment variable; an explicit flag wins over the variable.",
+    )
+    add_agent_arguments(agent)
+    agent.set_defaults(func=_cmd_agent)
+
+    from . import demo
+
+    demo_parser = sub.add_parser(
+        "demo", help="run the embedded demo: agent + a small RAG app with injected failures",
+        description="Start the agent in-process, drive a built-in RAG app with injected failures, "
+        "score it with the offline judge, and show a live summary. No Kafka, no API key.",
+    )
+    demo.add_arguments(demo_parser)
+    demo_parser.set_defaults(func=demo.run)
+
+    from . import calibrate
+
+    cal = sub.add_parser(
+        "calibrate", help="measure a judge against human labels (JSONL)",
+        description="Score labelled rows with a judge and report agreement with the human labels.",
+    )
+    calibrate.add_arguments(cal)
+    cal.set_defaults(func=calibrate.run)
+
+    version = sub.add_parser("version", help="print the version")
+    version.set_defaults(func=_cmd_version)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except ConfigError as exc:
+        print(f"ragmon: configuration error: {exc}", file=sys.stderr)
+        return 2
+    except ModelError as exc:
+        print(f"ragmon: model error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,40 @@
+"""Exact P95 latency over a sliding time window, per (service, pipeline).
+
+The histogram buckets give Prometheus-side quantiles; this gives the exact value the
+agent saw, for the gauge. Memory is bounded by ``max_samples`` per key: under heavy
+load the window holds the most recent ``max_samples`` values (documented in metrics.md).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+
+import numpy as np
+
+
+class SlidingQuantile:
+    def __init__(
+        self, window_s: float, max_samples: int = 20_000, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._window_s = window_s
+        self._samples: deque[tuple[float, float]] = deque(maxlen=max_samples)
+        self._clock = clock
+        self._lock = threading.Lock()
+
+    def observe(self, value: float) -> None:
+        with self._lock:
+            self._samples.append((self._clock(), value))
+
+    def quantile(self, q: float) -> float:
+        """The q-quantile (linear interpolation) of values in the window; NaN when empty."""
+        cutoff = self._clock() - self._window_s
+        with self._lock:
+            while self._samples and self._samples[0][0] < cutoff:
+                self._samples.popleft()
+            values = [v for _, v in self._samples]
+        if not values:
+            return float("nan")
+        return float(np.quantile(np.asarray(values), q))

@@ -1,0 +1,75 @@
+"""Which traces go to the judge: deterministic rate sampling plus priority rules.
+
+Pure and synchronous. The rate decision is ``ragmon.sampling.in_sample`` on the trace id,
+so every replica decides the same way and smaller samples nest inside larger ones.
+Priority rules pick a trace regardless of the rate, because those are the traces an
+operator most wants explained: errors, negative user feedback, slow or weak retrievals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from .. import semconv as sc
+from ..sampling import in_sample
+from ..types import RagTrace
+
+NEGATIVE_FEEDBACK = frozenset({"negative", "thumbs_down", "down", "bad", "-1", "0"})
+
+
+@dataclass(frozen=True, slots=True)
+class SampleDecision:
+    sampled: bool
+    reason: str  # a semconv SAMPLED_* value when sampled, SKIP_NOT_SAMPLED otherwise
+
+
+@dataclass(frozen=True, slots=True)
+class SamplingPolicy:
+    rate: float = 1.0
+    pipeline_rates: Mapping[str, float] = field(default_factory=dict)
+    priority_errors: bool = True
+    priority_feedback: bool = True
+    slow_retrieval_s: float | None = None
+    min_top_score: float | None = None
+
+    def rate_for(self, pipeline: str) -> float:
+        return self.pipeline_rates.get(pipeline, self.rate)
+
+    def decide(self, trace: RagTrace) -> SampleDecision:
+        if self.priority_errors and trace.error_type:
+            return SampleDecision(True, sc.SAMPLED_PRIORITY_ERROR)
+        if self.priority_feedback and _is_negative(trace.attributes.get(sc.RAGMON_FEEDBACK)):
+            return SampleDecision(True, sc.SAMPLED_PRIORITY_FEEDBACK)
+        if (
+            self.slow_retrieval_s is not None
+            and trace.retrieval_latency_s is not None
+            and trace.retrieval_latency_s > self.slow_retrieval_s
+        ):
+            return SampleDecision(True, sc.SAMPLED_PRIORITY_SLOW)
+        if self.min_top_score is not None:
+            top = trace.top_retrieval_score
+            if top is not None and top < self.min_top_score:
+                return SampleDecision(True, sc.SAMPLED_PRIORITY_LOW_SCORE)
+        if in_sample(trace.trace_id, self.rate_for(trace.pipeline)):
+            return SampleDecision(True, sc.SAMPLED_RATE)
+        return SampleDecision(False, sc.SKIP_NOT_SAMPLED)
+
+
+def _is_negative(feedback: object) -> bool:
+    if feedback is None or isinstance(feedback, bool):
+        return feedback is False
+    if isinstance(feedback, int | float):
+        return feedback <= 0
+    return str(feedback).strip().lower() in NEGATIVE_FEEDBACK
+
+
+def judgeable_skip_reason(trace: RagTrace) -> str | None:
+    """Why a sampled trace cannot be judged (a bounded skip reason), or None if it can."""
+    if not trace.content_sampled:
+        return sc.SKIP_NO_CONTENT
+    if not trace.answer:
+        return sc.SKIP_NO_ANSWER if trace.answer is None and trace.contexts else sc.SKIP_NO_CONTENT
+    if not trace.question:
+        return sc.SKIP_NO_QUESTION
+    return None
