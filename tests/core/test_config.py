@@ -1,0 +1,66 @@
+import pytest
+
+from ragmon.config import AGENT_SETTINGS, AgentConfig, load_agent_config
+from ragmon.errors import ConfigError
+
+
+def test_defaults_are_the_embedded_default():
+    config = load_agent_config(environ={})
+    assert config == AgentConfig()
+    assert (config.receiver_host, config.receiver_port) == ("127.0.0.1", 4318)
+    assert (config.metrics_host, config.metrics_port) == ("127.0.0.1", 9464)
+    assert config.judge == "local" and config.source == "http"
+
+
+def test_explicit_argument_beats_env_beats_default():
+    env = {"RAGMON_RECEIVER_PORT": "5000", "RAGMON_SAMPLER_RATE": "0.25"}
+    config = load_agent_config({"receiver_port": "6000"}, environ=env)
+    assert config.receiver_port == 6000
+    assert config.sample_rate == 0.25
+    assert config.metrics_port == 9464
+
+
+@pytest.mark.parametrize(
+    ("env", "value", "needle"),
+    [
+        ("RAGMON_RECEIVER_PORT", "70000", "RAGMON_RECEIVER_PORT"),
+        ("RAGMON_SAMPLER_RATE", "1.5", "RAGMON_SAMPLER_RATE"),
+        ("RAGMON_JUDGE", "gpt", "RAGMON_JUDGE"),
+        ("RAGMON_SAMPLER_PIPELINE_RATES", "checkout", "RAGMON_SAMPLER_PIPELINE_RATES"),
+        ("RAGMON_JUDGE_CONCURRENCY", "0", "RAGMON_JUDGE_CONCURRENCY"),
+    ],
+)
+def test_bad_values_fail_fast_naming_the_setting(env, value, needle):
+    with pytest.raises(ConfigError) as info:
+        load_agent_config(environ={env: value})
+    assert needle in str(info.value)
+
+
+def test_secret_values_are_not_echoed_in_errors_or_redacted_dump():
+    config = load_agent_config({"judge_api_key": "sk-secret-123"}, environ={})
+    assert "sk-secret-123" not in str(config.redacted())
+
+
+def test_llm_judge_requires_url_and_model():
+    with pytest.raises(ConfigError, match="RAGMON_JUDGE_BASE_URL"):
+        load_agent_config({"judge": "llm"}, environ={})
+    config = load_agent_config(
+        {"judge": "llm", "judge_base_url": "http://127.0.0.1:1/v1", "judge_model": "m"}, environ={}
+    )
+    assert config.judge == "llm"
+
+
+def test_pipeline_rates_and_csv_parse():
+    config = load_agent_config(
+        environ={"RAGMON_SAMPLER_PIPELINE_RATES": "checkout=0.05, search=0.5", "RAGMON_KAFKA_TOPICS": "a, b"}
+    )
+    assert dict(config.pipeline_sample_rates) == {"checkout": 0.05, "search": 0.5}
+    assert config.kafka_topics == ("a", "b")
+
+
+def test_every_setting_has_a_ragmon_env_var_and_help():
+    names = set(AgentConfig.__dataclass_fields__)
+    assert {s.name for s in AGENT_SETTINGS} == names
+    for s in AGENT_SETTINGS:
+        assert s.env.startswith("RAGMON_") and s.env.upper() == s.env
+        assert s.help
