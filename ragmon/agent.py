@@ -79,6 +79,7 @@ class Agent:
             trace_timeout_s=config.trace_timeout_s,
             max_open_traces=config.max_open_traces,
             max_spans_per_trace=config.max_spans_per_trace,
+            root_grace_s=config.root_grace_s,
             clock=clock,
         )
         self._policy = SamplingPolicy(

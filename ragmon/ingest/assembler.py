@@ -1,0 +1,204 @@
+"""Group spans by trace id into ``RagTrace``s. Synchronous, I/O-free and bounded.
+
+When is a trace complete?
+    When its root span (no parent) arrives. Spans of one trace may still come after the
+    root: another process's spans in a distributed trace, or Kafka messages without
+    trace-id keys spread over partitions. Two mechanisms cover that:
+
+    * ``root_grace_s`` (default 0): after the root arrives the trace stays open this long
+      and takes late children in. 0 closes on the root at once, which is right for ragmon's
+      own SDK (a BatchSpanProcessor exports children before or with their root) and keeps
+      latency metrics prompt; deployments with cross-process traces or unkeyed Kafka topics
+      can set e.g. 1-2 s. ``expire()`` closes traces whose grace ran out.
+    * A bounded memory of recently closed trace ids: a span of a trace already closed is
+      counted as ``late_span`` and dropped, rather than opening a second, partial trace with
+      the same id (which would be judged and counted twice).
+
+    Without a root a trace closes after ``trace_timeout_s`` without new spans (``timeout``,
+    ``complete=False``), or early when ``max_open_traces`` is reached (``evicted``, the least
+    recently active one goes first).
+
+Cost: ``add`` is O(1) amortised; ``expire`` is O(expired): open traces sit in an insertion
+ordered dict re-ordered on activity, so the stalest is always first. The same holds for the
+grace queue (constant grace, so deadlines are in insertion order). ``close_where`` scans the
+open traces; it is meant for rare events such as a Kafka partition revocation.
+
+Every closed trace carries the delivery tokens of the submissions that contributed spans, so
+the agent can release (commit) a delivery once all its traces are accounted for. A delivery
+whose spans were all dropped (late, duplicate) touches no open trace: ``holds_token`` tells.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+
+from .. import semconv as sc
+from ..types import RagTrace, SpanRecord
+from .extract import build_rag_trace
+
+__all__ = [
+    "REASON_EVICTED",
+    "REASON_FLUSH",
+    "REASON_ROOT",
+    "REASON_TIMEOUT",
+    "ClosedTrace",
+    "TraceAssembler",
+]
+
+log = logging.getLogger(__name__)
+
+REASON_ROOT = "root"
+REASON_TIMEOUT = "timeout"
+REASON_EVICTED = "evicted"
+REASON_FLUSH = "flush"
+
+
+@dataclass(frozen=True)
+class ClosedTrace:
+    trace: RagTrace
+    tokens: frozenset[Hashable]  # delivery tokens of every submission that had spans of this trace
+    reason: str  # "root" | "timeout" | "evicted" | "flush"
+
+
+@dataclass(slots=True)
+class _OpenTrace:
+    spans: list[SpanRecord] = field(default_factory=list)
+    span_ids: set[str] = field(default_factory=set)
+    tokens: set[Hashable] = field(default_factory=set)
+    last_activity: float = 0.0
+    root_seen: bool = False
+
+
+class TraceAssembler:
+    def __init__(
+        self,
+        *,
+        trace_timeout_s: float,
+        max_open_traces: int,
+        max_spans_per_trace: int,
+        clock: Callable[[], float] = time.monotonic,
+        root_grace_s: float = 0.0,
+        closed_ids_size: int | None = None,
+    ) -> None:
+        if trace_timeout_s <= 0 or max_open_traces < 1 or max_spans_per_trace < 1 or root_grace_s < 0:
+            raise ValueError("trace_timeout_s > 0, max_open_traces >= 1, max_spans_per_trace >= 1, "
+                             "root_grace_s >= 0 required")
+        self._timeout = trace_timeout_s
+        self._max_open = max_open_traces
+        self._max_spans = max_spans_per_trace
+        self._clock = clock
+        self._grace = root_grace_s
+        self._open: OrderedDict[str, _OpenTrace] = OrderedDict()  # least recently active first
+        self._grace_deadlines: OrderedDict[str, float] = OrderedDict()  # roots seen, in arrival order
+        self._closed_ids: OrderedDict[str, None] = OrderedDict()  # bounded memory for late spans
+        self._closed_ids_size = max_open_traces if closed_ids_size is None else closed_ids_size
+        self.drop_counts: collections.Counter[str] = collections.Counter()
+        self._build_failed_logged = False
+
+    @property
+    def open_count(self) -> int:
+        return len(self._open)
+
+    def is_open(self, trace_id: str) -> bool:
+        """Whether spans of ``trace_id`` are being assembled (added by the agent's token bookkeeping)."""
+        return trace_id in self._open
+
+    def holds_token(self, token: Hashable) -> bool:
+        """Whether any open trace holds ``token`` (O(open); for rare checks)."""
+        return any(token in entry.tokens for entry in self._open.values())
+
+    def add(self, span: SpanRecord, token: Hashable | None = None) -> list[ClosedTrace]:
+        """Add one span; return the traces this closes (its own on a root, an evicted one)."""
+        trace_id = span.trace_id
+        now = self._clock()
+        entry = self._open.get(trace_id)
+        closed: list[ClosedTrace] = []
+        if entry is None:
+            if trace_id in self._closed_ids:
+                self.drop_counts[sc.DROP_LATE_SPAN] += 1
+                return closed
+            if len(self._open) >= self._max_open:
+                oldest_id = next(iter(self._open))
+                self.drop_counts[sc.DROP_OPEN_TRACES_FULL] += 1
+                closed.append(self._close(oldest_id, REASON_EVICTED))
+            entry = self._open[trace_id] = _OpenTrace()
+        else:
+            self._open.move_to_end(trace_id)
+        entry.last_activity = now
+        if token is not None:
+            entry.tokens.add(token)
+
+        is_root = span.parent_span_id is None
+        if span.span_id in entry.span_ids:
+            self.drop_counts[sc.DROP_DUPLICATE_SPAN] += 1
+            return closed
+        if len(entry.spans) >= self._max_spans and not is_root:
+            # The root is always kept: it makes the trace complete and names the pipeline.
+            self.drop_counts[sc.DROP_SPANS_PER_TRACE] += 1
+            return closed
+        entry.spans.append(span)
+        entry.span_ids.add(span.span_id)
+        if is_root and not entry.root_seen:
+            entry.root_seen = True
+            if self._grace <= 0:
+                closed.append(self._close(trace_id, REASON_ROOT))
+            else:
+                self._grace_deadlines[trace_id] = now + self._grace
+        return closed
+
+    def expire(self) -> list[ClosedTrace]:
+        """Close traces whose root grace ran out, then those idle longer than the timeout."""
+        now = self._clock()
+        closed: list[ClosedTrace] = []
+        while self._grace_deadlines:
+            trace_id, deadline = next(iter(self._grace_deadlines.items()))
+            if deadline > now:
+                break
+            closed.append(self._close(trace_id, REASON_ROOT))
+        while self._open:
+            trace_id, entry = next(iter(self._open.items()))
+            if now - entry.last_activity < self._timeout:
+                break
+            closed.append(self._close(trace_id, REASON_TIMEOUT))
+        return closed
+
+    def close_where(self, predicate: Callable[[Hashable], bool]) -> list[ClosedTrace]:
+        """Close every open trace holding a token that matches ``predicate`` (reason flush)."""
+        matching = [tid for tid, entry in self._open.items() if any(predicate(t) for t in entry.tokens)]
+        return [self._close(tid, REASON_FLUSH) for tid in matching]
+
+    def close_all(self) -> list[ClosedTrace]:
+        """Close everything still open (shutdown), reason flush."""
+        return [self._close(tid, REASON_FLUSH) for tid in list(self._open)]
+
+    def _close(self, trace_id: str, reason: str) -> ClosedTrace:
+        entry = self._open.pop(trace_id)
+        self._grace_deadlines.pop(trace_id, None)
+        self._closed_ids[trace_id] = None
+        if len(self._closed_ids) > self._closed_ids_size:
+            self._closed_ids.popitem(last=False)
+        return ClosedTrace(
+            trace=self._build(trace_id, entry), tokens=frozenset(entry.tokens), reason=reason
+        )
+
+    def _build(self, trace_id: str, entry: _OpenTrace) -> RagTrace:
+        try:
+            return build_rag_trace(entry.spans, complete=entry.root_seen)
+        except Exception:  # extraction must never lose a trace; keep what is certain
+            if not self._build_failed_logged:
+                self._build_failed_logged = True
+                log.exception("could not extract a RAG trace from trace %s; kept with minimal fields", trace_id)
+            first = min(entry.spans, key=lambda s: s.start_time_ns)
+            return RagTrace(
+                trace_id=trace_id,
+                service=first.service_name or sc.UNKNOWN_LABEL,
+                pipeline=first.name,
+                start_time_ns=first.start_time_ns,
+                complete=entry.root_seen,
+                span_count=len(entry.spans),
+            )
