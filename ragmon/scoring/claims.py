@@ -1,0 +1,226 @@
+"""Pure text helpers for the local judge: sentences, claims, content words, numbers,
+negations and names. No model, no I/O — everything here is deterministic and fast.
+
+An answer is split into *claims* (sentences, long ones cut at clause boundaries); each
+claim is later checked against the context sentences that support it best.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+
+def _wordset(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# Abbreviations after which a full stop does not end a sentence.
+_ABBREVIATIONS = _wordset(
+    "mr mrs ms dr prof sr jr st vs etc e.g i.e approx no fig inc ltd co corp dept est jan feb mar "
+    "apr jun jul aug sep sept oct nov dec mt ft u.s u.k a.m p.m "
+)
+_SENT_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
+_BULLET = re.compile(r"^\s*(?:[-*•·]+|\(?\d{1,2}[.)]|\(?[a-z][.)])\s+")
+_INLINE_NUMBERED = re.compile(r"\s+(?=\d{1,2}\s{1,2}[A-Z])")  # "1 Dump coals. 2  Spread them" lists
+_WORD = re.compile(r"[A-Za-z0-9]+(?:[.,][0-9]+)*(?:['’][A-Za-z]+)?")
+_NUMBER = re.compile(r"(?<![A-Za-z])[-+]?\$?\d[\d,]*(?:\.\d+)?(?:%|st|nd|rd|th)?")
+
+MAX_CLAIM_WORDS = 40  # MiniLM reads ~128 tokens; long sentences are cut at clause boundaries
+_CLAUSE_CUT = re.compile(r"(?:;|:|,\s+(?:and|but|while|whereas|which|although|so)\s+|\s+-\s+)")
+
+STOPWORDS = _wordset(
+    "a an the and or but if then so of to in on at by for with from as into onto over under about "
+    "above below between through during before after up down out off again further once is are "
+    "was were be been being am do does did doing have has had having will would shall should can "
+    "could may might must it its it's this that these those there here their they them he him his "
+    "she her hers we us our you your i me my mine what which who whom whose when where why how "
+    "all any both each few more most other some such only own same than too very just also s t "
+    "also however therefore thus such because while although though into per via etc e g i ie eg "
+    "like one's get gets got use used using make makes made "
+)
+
+NEGATIONS = _wordset(
+    "not no never none nobody nothing neither nor cannot can't won't don't doesn't didn't isn't "
+    "aren't wasn't weren't hasn't haven't hadn't shouldn't wouldn't couldn't mustn't without "
+    "unable impossible fail fails failed lack lacks "
+)
+
+_NUMBER_WORDS = {
+    "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
+    "seven": "7", "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12",
+    "thirteen": "13", "fourteen": "14", "fifteen": "15", "sixteen": "16", "seventeen": "17",
+    "eighteen": "18", "nineteen": "19", "twenty": "20", "thirty": "30", "forty": "40",
+    "fifty": "50", "sixty": "60", "seventy": "70", "eighty": "80", "ninety": "90",
+    "hundred": "100", "thousand": "1000", "million": "1000000", "billion": "1000000000",
+    "half": "0.5", "dozen": "12", "once": "1", "twice": "2", "first": "1", "second": "2", "third": "3",
+}
+_MONTHS = _wordset(
+    "january february march april may june july august september october november december "
+)
+
+
+def split_sentences(text: str | None) -> list[str]:
+    """Sentences of ``text``; list items and lines count as sentences of their own."""
+    if not text:
+        return []
+    out: list[str] = []
+    for raw_line in re.split(r"\n+", text):
+        line = _BULLET.sub("", raw_line).strip()
+        if not line:
+            continue
+        for piece in _INLINE_NUMBERED.split(line):
+            out.extend(_split_line(_BULLET.sub("", piece).strip()))
+    return [s for s in out if _WORD.search(s)]
+
+
+def _split_line(line: str) -> list[str]:
+    if not line:
+        return []
+    pieces: list[str] = []
+    start = 0
+    for match in _SENT_END.finditer(line):
+        before = line[start : match.start()].rstrip("\"')]")
+        last = before.rsplit(None, 1)[-1].lower().rstrip(".!?") if before.split() else ""
+        # "Dr. Smith", "e.g. this", "J. Smith": not a sentence end.
+        if last in _ABBREVIATIONS or (len(last) == 1 and last.isalpha()):
+            continue
+        pieces.append(line[start : match.start()].strip())
+        start = match.end()
+    pieces.append(line[start:].strip())
+    return [p for p in pieces if p]
+
+
+def split_claims(text: str | None) -> list[str]:
+    """Claims of an answer: its sentences, with long ones cut into clauses."""
+    claims: list[str] = []
+    for sentence in split_sentences(text):
+        claims.extend(cut_long(sentence))
+    return claims
+
+
+def cut_long(sentence: str, max_words: int = MAX_CLAIM_WORDS) -> list[str]:
+    """Cut a sentence longer than ``max_words`` at clause boundaries, then by word count."""
+    if len(sentence.split()) <= max_words:
+        return [sentence]
+    parts = [p.strip() for p in _CLAUSE_CUT.split(sentence) if p and p.strip()]
+    out: list[str] = []
+    current = ""
+    for part in parts:
+        candidate = f"{current} {part}".strip() if current else part
+        if current and len(candidate.split()) > max_words:
+            out.append(current)
+            current = part
+        else:
+            current = candidate
+    if current:
+        out.append(current)
+    final: list[str] = []
+    for piece in out:
+        words = piece.split()
+        for i in range(0, len(words), max_words):
+            final.append(" ".join(words[i : i + max_words]))
+    return final
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """A light suffix stripper: enough to match 'grilling'/'grilled'/'grill'."""
+    w = word.lower().replace("’", "'")
+    if w.endswith("'s"):
+        w = w[:-2]
+    for suffix, keep in (("ies", "y"), ("sses", "ss"), ("ing", ""), ("edly", ""), ("ed", ""),
+                         ("ly", ""), ("es", ""), ("s", "")):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 3 and not w.endswith("ss"):
+            return w[: -len(suffix)] + keep
+    return w
+
+
+def words(text: str) -> list[str]:
+    return _WORD.findall(text)
+
+
+def content_tokens(text: str) -> list[str]:
+    """Stemmed, lowercased words without stopwords and bare punctuation."""
+    out = []
+    for w in words(text):
+        lw = w.lower().replace("’", "'")
+        if lw in STOPWORDS or lw in NEGATIONS:
+            continue
+        out.append(stem(lw))
+    return out
+
+
+def _normalise_number(token: str) -> str:
+    t = token.lower().lstrip("+$").rstrip("%")
+    for suffix in ("st", "nd", "rd", "th"):
+        if t.endswith(suffix):
+            t = t[: -len(suffix)]
+    t = t.replace(",", "")
+    try:
+        value = float(t)
+    except ValueError:
+        return t
+    return f"{value:g}" if abs(value) < 1e15 else t
+
+
+def numbers(text: str) -> set[str]:
+    """Normalised numeric values (digits and number words): '1,000' == '1000', 'two' == '2'."""
+    found = {_normalise_number(m.group()) for m in _NUMBER.finditer(text)}
+    for w in words(text):
+        mapped = _NUMBER_WORDS.get(w.lower())
+        if mapped is not None:
+            found.add(mapped)
+    return {n for n in found if n}
+
+
+def strict_numbers(text: str) -> set[str]:
+    """Numbers written with digits only (number words are too ambiguous to count as claims)."""
+    return {_normalise_number(m.group()) for m in _NUMBER.finditer(text)} - {""}
+
+
+def negation_count(text: str) -> int:
+    count = 0
+    for w in words(text):
+        lw = w.lower().replace("’", "'")
+        if lw in NEGATIONS or lw.endswith("n't"):
+            count += 1
+    return count
+
+
+def entities(text: str) -> set[str]:
+    """Capitalised words not at a sentence start, acronyms and month names, lowercased."""
+    out: set[str] = set()
+    for sentence in split_sentences(text):
+        tokens = words(sentence)
+        for i, tok in enumerate(tokens):
+            low = tok.lower()
+            if low in _MONTHS:
+                out.add(low)
+                continue
+            if not tok[0].isupper() or low in STOPWORDS or low in NEGATIONS:
+                continue
+            if i == 0 and not (len(tok) > 1 and tok.isupper()):
+                continue  # a sentence's first word is capitalised anyway
+            out.add(stem(low))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class TextFacts:
+    """What the evidence checks need from one piece of text, computed once."""
+
+    tokens: frozenset[str]
+    numbers: frozenset[str]
+    entities: frozenset[str]
+    negations: int
+
+
+def facts(text: str) -> TextFacts:
+    return TextFacts(
+        tokens=frozenset(content_tokens(text)),
+        numbers=frozenset(numbers(text)),
+        entities=frozenset(entities(text)),
+        negations=negation_count(text),
+    )

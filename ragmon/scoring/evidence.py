@@ -1,0 +1,128 @@
+"""Claim-level evidence checks: for every claim of an answer, find the context sentences that
+support it best (embedding cosine + word overlap) and check what an embedding cannot see —
+numbers, negations and names — against that evidence. Pure numpy; no model calls here.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .claims import TextFacts
+
+TOP_K_EVIDENCE = 3  # evidence window: the k context sentences closest to the claim
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimEvidence:
+    """The evidence found for one claim and the checks made against it."""
+
+    claim: str
+    evidence: str  # the best-matching context sentence
+    max_cos: float  # best cosine between the claim and any context sentence
+    coverage: float  # share of the claim's content words found anywhere in the contexts
+    local_coverage: float  # share found in the evidence window (top-k sentences)
+    bigram_coverage: float  # share of the claim's content-word bigrams found in the contexts
+    missing_numbers: tuple[str, ...]  # numbers in the claim absent from all contexts
+    local_missing_numbers: tuple[str, ...]  # numbers absent from the evidence window
+    missing_entities: tuple[str, ...]  # names in the claim absent from all contexts
+    negation_mismatch: bool  # the claim negates and its evidence does not, or vice versa
+    n_tokens: int  # content words in the claim
+
+    def reason(self) -> str:
+        """A short human explanation of the weakest point of this claim."""
+        if self.missing_numbers:
+            return "number(s) not in contexts: " + ", ".join(self.missing_numbers[:3])
+        if self.negation_mismatch:
+            return "negation differs from the closest context sentence"
+        if self.missing_entities:
+            return "name(s) not in contexts: " + ", ".join(self.missing_entities[:3])
+        if self.local_missing_numbers:
+            return "number(s) not near the supporting sentence: " + ", ".join(self.local_missing_numbers[:3])
+        if self.coverage < 0.5:
+            return f"only {self.coverage:.0%} of its words appear in the contexts"
+        return f"closest context sentence has cosine {self.max_cos:.2f}"
+
+
+def _bigrams(tokens: Sequence[str]) -> set[tuple[str, str]]:
+    return {(a, b) for a, b in itertools.pairwise(tokens)}
+
+
+def check_claims(
+    claims: Sequence[str],
+    claim_facts: Sequence[TextFacts],
+    claim_token_lists: Sequence[Sequence[str]],
+    claim_vecs: np.ndarray,
+    sentences: Sequence[str],
+    sentence_facts: Sequence[TextFacts],
+    sentence_vecs: np.ndarray,
+    context_bigrams: set[tuple[str, str]],
+) -> list[ClaimEvidence]:
+    """Evidence for each claim against all context sentences (vectors are unit-normalised)."""
+    if not claims:
+        return []
+    all_tokens: set[str] = set()
+    all_numbers: set[str] = set()
+    for f in sentence_facts:
+        all_tokens |= f.tokens
+        all_numbers |= f.numbers
+    # (claims, sentences) cosine matrix: the vectors are unit-normalised
+    sims = claim_vecs @ sentence_vecs.T if len(sentences) else np.zeros((len(claims), 0), np.float32)
+    out: list[ClaimEvidence] = []
+    for i, claim in enumerate(claims):
+        cf = claim_facts[i]
+        if sims.shape[1]:
+            order = np.argsort(-sims[i])[:TOP_K_EVIDENCE]
+            best = int(order[0])
+            max_cos = float(sims[i, best])
+            window_tokens: set[str] = set()
+            window_numbers: set[str] = set()
+            for j in order:
+                window_tokens |= sentence_facts[int(j)].tokens
+                window_numbers |= sentence_facts[int(j)].numbers
+            evidence = sentences[best]
+            evidence_neg = sentence_facts[best].negations
+        else:
+            max_cos, evidence, evidence_neg = 0.0, "", 0
+            window_tokens, window_numbers = set(), set()
+        n_tok = len(cf.tokens)
+        coverage = len(cf.tokens & all_tokens) / n_tok if n_tok else 1.0
+        local_cov = len(cf.tokens & window_tokens) / n_tok if n_tok else 1.0
+        grams = _bigrams(claim_token_lists[i])
+        bigram_cov = len(grams & context_bigrams) / len(grams) if grams else coverage
+        out.append(
+            ClaimEvidence(
+                claim=claim,
+                evidence=evidence,
+                max_cos=max_cos,
+                coverage=coverage,
+                local_coverage=local_cov,
+                bigram_coverage=bigram_cov,
+                missing_numbers=tuple(sorted(cf.numbers - all_numbers)),
+                local_missing_numbers=tuple(sorted(cf.numbers - window_numbers)),
+                missing_entities=tuple(sorted(cf.entities - all_tokens)),
+                negation_mismatch=(cf.negations > 0) != (evidence_neg > 0),
+                n_tokens=n_tok,
+            )
+        )
+    return out
+
+
+def context_average_precision(verdicts: Sequence[bool]) -> float | None:
+    """RAGAS context precision: rank-weighted mean of precision@k over the relevant ranks.
+
+    ``verdicts[k]`` says whether the context at rank k is relevant. No context → None;
+    no relevant context → 0.
+    """
+    if not verdicts:
+        return None
+    hits = 0
+    total = 0.0
+    for k, relevant in enumerate(verdicts, start=1):
+        if relevant:
+            hits += 1
+            total += hits / k
+    return total / hits if hits else 0.0

@@ -1,0 +1,286 @@
+"""The offline local judge: MiniLM sentence embeddings plus claim-level evidence checks.
+
+No network, no GPU, no LLM. For each trace it
+
+1. splits the answer into claims and each context into sentences (``claims``),
+2. embeds the question, the claims and the context sentences in one batch (``embedder``),
+3. finds each claim's best evidence and checks words, numbers, negations and names
+   against it (``evidence``),
+4. combines those interpretable features with coefficients fitted on human-labelled data
+   (``local_model``; see docs/judges.md for the method, the held-out numbers and the blind spots).
+
+What it cannot do is read: a paraphrase that reverses the meaning without a negation word,
+a wrong causal link between two supported facts, or a claim that is true in the world but not
+stated in the contexts all look the same to it as faithful text. See docs/judges.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..types import RagTrace, Scores
+from . import local_model
+from .claims import TextFacts, content_tokens, cut_long, facts, split_claims, split_sentences
+from .embedder import Embedder
+from .evidence import ClaimEvidence, check_claims, context_average_precision
+
+MAX_CONTEXT_SENTENCE_WORDS = 60
+MAX_CONTEXTS = 50  # bound the work per trace; later contexts are ignored (and said so in details)
+MAX_CLAIMS = 40
+_REASON_CHARS = 160
+STAGES = ("split", "embed", "evidence", "combine")
+
+
+def _short(text: str, limit: int = _REASON_CHARS) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class _VectorCache:
+    """A bounded LRU of sentence -> embedding: retrieved documents recur across requests."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._data: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get_many(self, texts: Sequence[str]) -> list[np.ndarray | None]:
+        if self._size <= 0:
+            return [None] * len(texts)
+        with self._lock:
+            out: list[np.ndarray | None] = []
+            for t in texts:
+                vec = self._data.get(t)
+                if vec is not None:
+                    self._data.move_to_end(t)
+                out.append(vec)
+            return out
+
+    def put_many(self, texts: Sequence[str], vecs: np.ndarray) -> None:
+        if self._size <= 0:
+            return
+        with self._lock:
+            for t, v in zip(texts, vecs, strict=True):
+                self._data[t] = v
+                self._data.move_to_end(t)
+            while len(self._data) > self._size:
+                self._data.popitem(last=False)
+
+
+_embedders: dict[tuple[str | None, str | None, int], Embedder] = {}
+_embedders_lock = threading.Lock()
+
+
+def _embedder_for(model_path: str | None, sha256: str | None, threads: int) -> Embedder:
+    # Small batches pad less: sentences vary in length and attention cost grows with padding.
+    key = (model_path, sha256, threads)
+    with _embedders_lock:
+        if key not in _embedders:
+            _embedders[key] = Embedder(model_path, sha256, threads=threads, batch_size=8)
+        return _embedders[key]
+
+
+class LocalJudge:
+    """Scores faithfulness, answer relevancy and context precision offline (see module doc)."""
+
+    name = "local"
+
+    def __init__(
+        self,
+        model_path: str | None = None,
+        sha256: str | None = None,
+        *,
+        threads: int = 1,
+        cache_size: int = 8192,
+    ) -> None:
+        # Raises ModelError (missing file, checksum mismatch) at construction: fail fast.
+        self._embedder = _embedder_for(model_path, sha256, threads)
+        self._cache = _VectorCache(cache_size)
+        self._stage_lock = threading.Lock()
+        self.stage_seconds: dict[str, float] = dict.fromkeys(STAGES, 0.0)
+
+    async def score(self, trace: RagTrace) -> Scores:
+        return await asyncio.to_thread(self.score_sync, trace.question, trace.contexts, trace.answer)
+
+    async def aclose(self) -> None:
+        return None
+
+    # --- the work -------------------------------------------------------------------------
+    def score_sync(self, question: str | None, contexts: Sequence[str], answer: str | None) -> Scores:
+        t0 = time.perf_counter()
+        question = (question or "").strip() or None
+        answer = (answer or "").strip() or None
+        used_contexts = [c for c in contexts[:MAX_CONTEXTS] if c and c.strip()]
+        claims = split_claims(answer)[:MAX_CLAIMS] if answer else []
+        ctx_sentences: list[list[str]] = []
+        for ctx in used_contexts:
+            sents = [p for s in split_sentences(ctx) for p in cut_long(s, MAX_CONTEXT_SENTENCE_WORDS)]
+            ctx_sentences.append(sents or [ctx[:1000]])
+        flat_sentences = [s for sents in ctx_sentences for s in sents]
+        sentence_owner = [i for i, sents in enumerate(ctx_sentences) for _ in sents]
+        t1 = time.perf_counter()
+
+        question_vec, claim_vecs, sentence_vecs, answer_vec = self._embed_all(
+            question, claims, flat_sentences, answer
+        )
+        t2 = time.perf_counter()
+
+        sentence_facts = [facts(s) for s in flat_sentences]
+        claim_tokens = [content_tokens(c) for c in claims]
+        claim_facts = [facts(c) for c in claims]
+        context_bigrams: set[tuple[str, str]] = set()
+        for s in flat_sentences:
+            toks = content_tokens(s)
+            context_bigrams.update(itertools.pairwise(toks))
+        evidence = check_claims(
+            claims, claim_facts, claim_tokens, claim_vecs, flat_sentences, sentence_facts,
+            sentence_vecs, context_bigrams,
+        )
+        ctx_features = self._context_features(
+            question, question_vec, used_contexts, sentence_facts, sentence_vecs, sentence_owner
+        )
+        t3 = time.perf_counter()
+
+        details: dict[str, Any] = {}
+        faithfulness = self._faithfulness(evidence, bool(used_contexts), details)
+        relevancy = self._answer_relevancy(question_vec, answer_vec, claim_vecs, details)
+        precision = self._context_precision(ctx_features, details)
+        if len(contexts) > MAX_CONTEXTS:
+            details["contexts_ignored"] = len(contexts) - MAX_CONTEXTS
+        t4 = time.perf_counter()
+        with self._stage_lock:
+            for stage, dt in zip(STAGES, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
+                self.stage_seconds[stage] += dt
+        return Scores(
+            faithfulness=faithfulness,
+            answer_relevancy=relevancy,
+            context_precision=precision,
+            judge=self.name,
+            details=details,
+        )
+
+    def _embed_all(
+        self, question: str | None, claims: list[str], sentences: list[str], answer: str | None
+    ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray, np.ndarray | None]:
+        cached = self._cache.get_many(sentences)
+        missing = [s for s, v in zip(sentences, cached, strict=True) if v is None]
+        missing_unique = list(dict.fromkeys(missing))
+        batch: list[str] = list(missing_unique)
+        q_idx = a_idx = -1
+        if question is not None:
+            q_idx = len(batch)
+            batch.append(question)
+        claim_start = len(batch)
+        batch.extend(claims)
+        if answer is not None and len(claims) > 1:
+            a_idx = len(batch)
+            batch.append(answer)  # truncated at 128 tokens: the gist of the answer's start
+        vecs = self._embedder.embed(batch)
+        fresh = vecs[: len(missing_unique)]
+        self._cache.put_many(missing_unique, fresh)
+        lookup = dict(zip(missing_unique, fresh, strict=True))
+        sentence_vecs = np.array(
+            [v if v is not None else lookup[s] for s, v in zip(sentences, cached, strict=True)],
+            dtype=np.float32,
+        ).reshape(len(sentences), -1 if sentences else vecs.shape[1])
+        claim_vecs = vecs[claim_start : claim_start + len(claims)]
+        question_vec = vecs[q_idx] if q_idx >= 0 else None
+        if a_idx >= 0:
+            answer_vec: np.ndarray | None = vecs[a_idx]
+        elif claims:
+            answer_vec = claim_vecs[0]
+        else:
+            answer_vec = None
+        return question_vec, claim_vecs, sentence_vecs, answer_vec
+
+    @staticmethod
+    def _context_features(
+        question: str | None,
+        question_vec: np.ndarray | None,
+        contexts: Sequence[str],
+        sentence_facts: Sequence[TextFacts],
+        sentence_vecs: np.ndarray,
+        sentence_owner: Sequence[int],
+    ) -> list[local_model.ContextFeatures]:
+        if question is None or question_vec is None or not contexts:
+            return []
+        q_facts = facts(question)
+        numeric = local_model.is_numeric_question(question)
+        sims = sentence_vecs @ question_vec if len(sentence_vecs) else np.zeros(0)
+        owner = np.asarray(sentence_owner)
+        out = []
+        for i in range(len(contexts)):
+            mask = owner == i
+            best_cos = float(sims[mask].max()) if mask.any() else 0.0
+            tokens: set[str] = set()
+            nums: set[str] = set()
+            for j in np.flatnonzero(mask):
+                tokens |= sentence_facts[int(j)].tokens
+                nums |= sentence_facts[int(j)].numbers
+            out.append(local_model.context_features(q_facts, numeric, best_cos, tokens, nums, contexts[i]))
+        return out
+
+    # --- the three metrics ----------------------------------------------------------------
+    @staticmethod
+    def _faithfulness(
+        evidence: list[ClaimEvidence], has_contexts: bool, details: dict[str, Any]
+    ) -> float | None:
+        if not evidence:
+            return None  # no answer (or nothing checkable in it)
+        if not has_contexts:
+            details["faithfulness_reason"] = "no contexts to support the answer"
+            return 0.0
+        supports = [local_model.claim_support(e) for e in evidence]
+        score = local_model.faithfulness(evidence, supports)
+        weakest = int(np.argmin(supports))
+        details["claims"] = len(evidence)
+        details["unsupported_claims"] = sum(s < 0.5 for s in supports)
+        details["least_supported_claim"] = _short(evidence[weakest].claim)
+        details["least_supported_support"] = round(float(supports[weakest]), 3)
+        details["least_supported_evidence"] = _short(evidence[weakest].evidence)
+        details["faithfulness_reason"] = evidence[weakest].reason()
+        return score
+
+    @staticmethod
+    def _answer_relevancy(
+        question_vec: np.ndarray | None,
+        answer_vec: np.ndarray | None,
+        claim_vecs: np.ndarray,
+        details: dict[str, Any],
+    ) -> float | None:
+        if question_vec is None or answer_vec is None:
+            return None
+        whole = float(answer_vec @ question_vec)
+        best_claim = float((claim_vecs @ question_vec).max()) if len(claim_vecs) else whole
+        score = local_model.answer_relevancy(whole, best_claim)
+        details["answer_question_cosine"] = round(max(whole, best_claim), 3)
+        if score < 0.5:
+            details["answer_relevancy_reason"] = "the answer is semantically far from the question"
+        return score
+
+    @staticmethod
+    def _context_precision(
+        features: list[local_model.ContextFeatures], details: dict[str, Any]
+    ) -> float | None:
+        if not features:
+            return None
+        relevance = [local_model.context_relevance(f) for f in features]
+        verdicts = [r >= local_model.CONTEXT_RELEVANT_THRESHOLD for r in relevance]
+        details["context_relevance"] = [round(r, 3) for r in relevance]
+        irrelevant = [i for i, v in enumerate(verdicts) if not v]
+        if irrelevant:
+            details["irrelevant_contexts"] = irrelevant[:20]
+        if not any(verdicts):
+            details["context_precision_reason"] = "no retrieved context looks relevant to the question"
+        return context_average_precision(verdicts)
+
+
+__all__ = ["STAGES", "LocalJudge"]
