@@ -69,6 +69,32 @@ TRACELOOP_WORKFLOW_NAME: Final = "traceloop.workflow.name"
 OPENLLMETRY_OP_VECTOR_DB_RETRIEVE: Final = "vector_db_retrieve"
 DB_QUERY_RESULT_EVENT: Final = "db.query.result"
 
+# --- more names the agent reads (ingest/extract.py) ------------------------------------
+# OpenInference messages and reranker documents (flattened lists, like retrieval.documents)
+LLM_INPUT_MESSAGES_PREFIX: Final = "llm.input_messages"  # .{i}.message.role / .content
+LLM_OUTPUT_MESSAGES_PREFIX: Final = "llm.output_messages"
+MESSAGE_ROLE: Final = "message.role"
+MESSAGE_CONTENT: Final = "message.content"
+RERANKER_INPUT_DOCUMENTS_PREFIX: Final = "reranker.input_documents"
+RERANKER_OUTPUT_DOCUMENTS_PREFIX: Final = "reranker.output_documents"
+RERANKER_QUERY: Final = "reranker.query"
+# OTel GenAI extras and the older flattened prompt/completion form (still sent by OpenLLMetry)
+GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
+GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
+GEN_AI_SYSTEM_INSTRUCTIONS: Final = "gen_ai.system_instructions"
+GEN_AI_PROMPT_PREFIX: Final = "gen_ai.prompt"  # .{i}.role / .content
+GEN_AI_COMPLETION_PREFIX: Final = "gen_ai.completion"
+ENDUSER_ID: Final = "enduser.id"
+# OpenLLMetry
+TRACELOOP_KIND_WORKFLOW: Final = "workflow"
+LLM_REQUEST_TYPE: Final = "llm.request.type"  # chat | completion | embedding | rerank
+TRACELOOP_ASSOCIATION_PREFIX: Final = "traceloop.association.properties."
+DB_QUERY_RESULT_ID: Final = "db.query.result.id"
+DB_QUERY_RESULT_SCORE: Final = "db.query.result.score"
+DB_QUERY_RESULT_DISTANCE: Final = "db.query.result.distance"
+DB_QUERY_RESULT_DOCUMENT: Final = "db.query.result.document"
+DB_QUERY_RESULT_METADATA: Final = "db.query.result.metadata"
+
 # --- ragmon's own extras ----------------------------------------------------------------
 RAGMON_PIPELINE: Final = "ragmon.pipeline"
 RAGMON_STAGE: Final = "ragmon.stage"  # pipeline | retriever | generator
