@@ -154,6 +154,7 @@ class AgentConfig:
     judge_max_input_tokens: int = 6_000
     judge_circuit_failures: int = 5
     judge_circuit_reset_s: float = 30.0
+    judge_embedding_model: str | None = None  # None: the agent's own MiniLM embedder
     judge_model_path: str | None = None
     judge_model_sha256: str | None = None
     # diagnosis / error analysis
@@ -253,6 +254,7 @@ AGENT_SETTINGS: tuple[Setting, ...] = (
     _s("judge_max_input_tokens", "RAGMON_JUDGE_MAX_INPUT_TOKENS", parse_positive_int, "Per-trace input budget for the LLM judge; longer inputs are cut with a marker."),
     _s("judge_circuit_failures", "RAGMON_JUDGE_CIRCUIT_FAILURES", parse_positive_int, "Consecutive failures that open the circuit breaker."),
     _s("judge_circuit_reset_s", "RAGMON_JUDGE_CIRCUIT_RESET_S", parse_positive_float, "Seconds the circuit stays open before one trial request."),
+    _s("judge_embedding_model", "RAGMON_JUDGE_EMBEDDING_MODEL", parse_optional_str, "Embedding model for answer relevancy via POST {base_url}/embeddings (empty = the agent's built-in MiniLM)."),
     _s("judge_model_path", "RAGMON_JUDGE_MODEL_PATH", parse_optional_str, "Local judge ONNX model file (default: the bundled all-MiniLM-L6-v2 int8)."),
     _s("judge_model_sha256", "RAGMON_JUDGE_MODEL_SHA256", parse_optional_str, "Expected sha256 of the local model file (default: the bundled model's)."),
     _s("diagnosis_faithfulness_threshold", "RAGMON_DIAGNOSIS_FAITHFULNESS_THRESHOLD", parse_rate, "Faithfulness below this counts as a generation failure."),
