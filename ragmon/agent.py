@@ -122,7 +122,8 @@ class Agent:
             self._judge = await asyncio.to_thread(build_judge, self.config, self.metrics)
         if self._source is None:
             self._source = self._build_source()
-        self._backlog = asyncio.Queue(maxsize=self.config.judge_backlog)
+        # Bounded by judge_backlog through _in_flight (queued + being judged), see _process_one.
+        self._backlog = asyncio.Queue()
         self._server = MetricsServer(
             self.metrics.registry, self.config.metrics_host, self.config.metrics_port,
             readiness=self._readiness, worst=self._worst.snapshot,
@@ -234,7 +235,7 @@ class Agent:
         self._export_assembler_drops()
 
     def backpressure(self) -> bool:
-        return self._backlog is not None and self._backlog.full()
+        return len(self._in_flight) >= self.config.judge_backlog
 
     async def flush_where(self, predicate: Callable[[Hashable], bool], timeout_s: float) -> None:
         self._process_closed(self._assembler.close_where(predicate))
@@ -286,13 +287,12 @@ class Agent:
             self._count_skip(trace, sc.SKIP_SHUTDOWN)
             self._account(closed)
             return
-        try:
-            self._backlog.put_nowait(closed)
-        except asyncio.QueueFull:
+        if self.backpressure():
             self._count_skip(trace, sc.SKIP_BACKLOG_FULL)
             self._log_once.warning("backlog", "judge backlog full (%d); skipping traces", self.config.judge_backlog)
             self._account(closed)
             return
+        self._backlog.put_nowait(closed)
         self._in_flight[trace.trace_id] = closed
         self.metrics.judge_backlog.set(len(self._in_flight))
 

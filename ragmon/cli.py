@@ -36,7 +36,7 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
             setting.flag,
             dest=setting.name,
             default=None,
-            metavar=setting.choices and "{" + ",".join(setting.choices) + "}" or "VALUE",
+            metavar=(setting.choices and "{" + ",".join(setting.choices) + "}") or "VALUE",
             help=f"{setting.help} [env {setting.env}; default {shown}]",
         )
 

@@ -11,8 +11,8 @@ import threading
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 
-from .._version import __version__
 from .. import semconv as sc
+from .._version import __version__
 
 # 10 ms - 5 s retrievals need resolution around the 500 ms target for P95.
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.75, 1.0,

@@ -64,4 +64,5 @@ def test_sliding_quantile_window():
 
 def test_label_limiter_bounds_values():
     limit = LabelLimiter(2)
-    assert [limit("a"), limit("b"), limit("c"), limit("a"), limit(None)] == ["a", "b", sc.OVERFLOW_LABEL, "a", sc.OVERFLOW_LABEL]
+    got = [limit("a"), limit("b"), limit("c"), limit("a"), limit(None)]
+    assert got == ["a", "b", sc.OVERFLOW_LABEL, "a", sc.OVERFLOW_LABEL]

@@ -42,7 +42,8 @@ def test_priority_rules_bypass_the_rate():
     tid = _ids(1)[0]
     assert policy.decide(_trace(tid)).sampled is False
     assert policy.decide(_trace(tid, error_type="ValueError")).reason == sc.SAMPLED_PRIORITY_ERROR
-    assert policy.decide(_trace(tid, attributes={sc.RAGMON_FEEDBACK: "negative"})).reason == sc.SAMPLED_PRIORITY_FEEDBACK
+    negative = _trace(tid, attributes={sc.RAGMON_FEEDBACK: "negative"})
+    assert policy.decide(negative).reason == sc.SAMPLED_PRIORITY_FEEDBACK
     assert policy.decide(_trace(tid, retrieval_latency_s=2.0)).reason == sc.SAMPLED_PRIORITY_SLOW
     low = (Document(id="d", content="c", score=0.1),)
     assert policy.decide(_trace(tid, documents=low)).reason == sc.SAMPLED_PRIORITY_LOW_SCORE

@@ -1,0 +1,104 @@
+"""Delivery-token bookkeeping: a source's delivery is released only when every trace that had
+spans in it is accounted for (the basis of Kafka's commit-after-processing)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from prometheus_client import CollectorRegistry
+
+from ragmon.agent import Agent
+from ragmon.config import load_agent_config
+from ragmon.types import SpanRecord
+from tests.agent.conftest import ScriptedJudge
+
+
+class RecordingSource:
+    """A real in-memory SpanSource: the test plays the broker and calls ``agent.submit``."""
+
+    name = "memory"
+
+    def __init__(self) -> None:
+        self.released: list[object] = []
+        self.sink = None
+
+    async def start(self, sink) -> None:
+        self.sink = sink
+
+    async def stop(self) -> None:
+        return None
+
+    def release(self, token) -> None:
+        self.released.append(token)
+
+    def ready(self) -> bool:
+        return True
+
+
+def _span(trace: str, span: str, parent: str | None, answer: str | None = None) -> SpanRecord:
+    attrs = {"openinference.span.kind": "CHAIN" if parent is None else "RETRIEVER",
+             "input.value": "what is the price?", "ragmon.pipeline": "p"}
+    if parent is not None:
+        attrs["retrieval.documents.0.document.id"] = "d0"
+        attrs["retrieval.documents.0.document.content"] = "The price is 5 dollars."
+    if answer is not None:
+        attrs["output.value"] = answer
+    return SpanRecord(trace_id=trace, span_id=span, parent_span_id=parent, name="s",
+                      start_time_ns=1_000, end_time_ns=2_000_000, attributes=attrs,
+                      resource={"service.name": "svc"})
+
+
+async def test_delivery_released_only_after_all_its_traces_are_accounted():
+    source = RecordingSource()
+    judge = ScriptedJudge(delay_s=0.2)
+    config = load_agent_config({"metrics_port": 0, "trace_timeout_s": 30}, environ={})
+    agent = Agent(config, registry=CollectorRegistry(), judge=judge, source=source)
+    await agent.start()
+    try:
+        t1, t2 = "a" * 32, "b" * 32
+        # message A: children of two traces; message B: root of t1; message C: root of t2
+        agent.submit([_span(t1, "1" * 16, "9" * 16), _span(t2, "2" * 16, "8" * 16)], "A")
+        assert source.released == []
+        agent.submit([_span(t1, "9" * 16, None, answer="The price is 5 dollars.")], "B")
+        await asyncio.sleep(0.5)  # t1 judged; A still holds t2
+        assert "B" in source.released and "A" not in source.released
+        agent.submit([_span(t2, "8" * 16, None, answer="The price is 5 dollars.")], "C")
+        assert await agent.wait_idle(10)
+        assert set(source.released) == {"A", "B", "C"}
+        # a delivery with only spans of an already-accounted trace is released at once
+        agent.submit([_span(t1, "3" * 16, "9" * 16)], "D")
+        assert "D" in source.released
+        # redelivery of a whole accounted trace is recognised and not judged again
+        agent.submit([_span("c" * 32, "4" * 16, None, answer="x")], "E")
+        await agent.wait_idle(10)
+        seen_before = len(judge.seen)
+        agent.submit([_span("c" * 32, "4" * 16, None, answer="x")], "F")
+        await agent.wait_idle(10)
+        assert len(judge.seen) == seen_before
+        get = agent.metrics.registry.get_sample_value
+        assert get("ragmon_traces_duplicate_total", {"service": "svc", "pipeline": "p"}) >= 1
+        assert "F" in source.released
+    finally:
+        await agent.stop()
+
+
+async def test_backpressure_reports_full_backlog():
+    source = RecordingSource()
+    config = load_agent_config({"metrics_port": 0, "judge_backlog": 2, "judge_concurrency": 1}, environ={})
+    agent = Agent(config, registry=CollectorRegistry(), judge=ScriptedJudge(delay_s=1.0), source=source)
+    await agent.start()
+    try:
+        for i in range(4):
+            agent.submit([_span(f"{i:032x}", "1" * 16, None, answer="ok answer")], i)
+        await asyncio.sleep(0.05)
+        assert agent.backpressure() is True
+        get = agent.metrics.registry.get_sample_value
+        assert get("ragmon_traces_skipped_total", {"service": "svc", "pipeline": "p", "reason": "backlog_full"}) == 2
+    finally:
+        await agent.stop()
+    # stop() finished or accounted everything
+    received = get("ragmon_traces_received_total", {"service": "svc", "pipeline": "p"})
+    scored = get("ragmon_traces_scored_total", {"service": "svc", "pipeline": "p", "judge": "scripted"}) or 0
+    skipped = sum(get("ragmon_traces_skipped_total", {"service": "svc", "pipeline": "p", "reason": r}) or 0
+                  for r in ("backlog_full", "shutdown"))
+    assert received == 4 and scored + skipped == 4
