@@ -206,6 +206,11 @@ DROP_LATE_SPAN: Final = "late_span"  # span of a trace already closed
 DROP_DUPLICATE_SPAN: Final = "duplicate_span"  # same span id twice in one open trace (redelivery)
 DROP_POISON_MESSAGE: Final = "poison_message"
 DROP_OVERSIZE_MESSAGE: Final = "oversize_message"
+# receiver/source request outcomes (ragmon_receiver_requests_total{outcome})
+OUTCOME_OK: Final = "ok"
+OUTCOME_PARTIAL: Final = "partial"  # accepted, some spans rejected (OTLP partial_success)
+OUTCOME_REJECTED: Final = "rejected"  # nothing accepted: bad body, media type, size, method
+OUTCOME_THROTTLED: Final = "throttled"  # 503 + Retry-After under back-pressure (client retries)
 # sampled reasons
 SAMPLED_RATE: Final = "rate"
 SAMPLED_PRIORITY_ERROR: Final = "priority_error"
