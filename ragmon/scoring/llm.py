@@ -1,0 +1,565 @@
+"""The LLM judge: RAGAS metrics from any OpenAI-compatible chat API (httpx stays in here).
+
+Two modes share prompts, parsing and formulas:
+
+* ``compact`` (default): ONE chat call per trace returns the answer's claims with verdicts,
+  a relevance verdict per context and a few generated questions; answer relevancy then
+  comes from the agent's embedding model, so it costs no further LLM call.
+* ``parity``: RAGAS's own recipe — statement extraction, then NLI verdicts; N question
+  generations; one call per context — for numbers comparable with RAGAS.
+
+Cost and failure control, in the order a trace meets them: content-hash cache -> token
+budget (``JudgeBudgetExceeded``: the agent skips the trace) -> input cut to the per-trace
+token budget -> per request: circuit breaker -> client-side rpm/tpm limiter -> bounded
+concurrency -> HTTP with retries (exponential backoff + jitter, ``Retry-After`` honoured)
+on 429/5xx/timeouts -> ``response_format`` json_schema, falling back to json_object and
+then plain text when the server rejects it -> tolerant parsing -> one repair attempt.
+
+Every request is counted in ``ragmon_judge_requests_total{judge="llm",outcome}`` with one of
+ok, retry (a failed attempt that will be retried), timeout, http_error, rate_limited,
+invalid_reply, circuit_open. The API key is sent as a header and never logged or put in
+an error message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+from urllib.parse import urlsplit
+
+import httpx
+import numpy as np
+
+from .. import semconv as sc
+from ..errors import (
+    JudgeCircuitOpenError,
+    JudgeError,
+    JudgeHTTPError,
+    JudgeRateLimitedError,
+    JudgeReplyError,
+    JudgeTimeoutError,
+)
+from ..export.metrics import AgentMetrics
+from ..types import RagTrace, Scores
+from . import formulas
+from . import prompts as p
+from .budget import Reservation, TokenBudget
+from .cache import TtlCache, content_key
+from .resilience import Backoff, CircuitBreaker, RateLimiter, parse_retry_after
+from .verdicts import (
+    COMPACT_SCHEMA,
+    CONTEXT_VERDICT_SCHEMA,
+    NLI_SCHEMA,
+    QUESTION_SCHEMA,
+    STATEMENTS_SCHEMA,
+    VerdictError,
+    extract_json,
+    parse_compact,
+    parse_context_verdict,
+    parse_nli,
+    parse_question,
+    parse_statements,
+)
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+MODES = ("compact", "parity")
+OUTCOME_OK = "ok"
+OUTCOME_RETRY = "retry"
+# response_format levels, tried in this order; a server that rejects one gets the next
+FORMAT_JSON_SCHEMA, FORMAT_JSON_OBJECT, FORMAT_NONE = "json_schema", "json_object", "none"
+_FORMAT_FALLBACK = {FORMAT_JSON_SCHEMA: FORMAT_JSON_OBJECT, FORMAT_JSON_OBJECT: FORMAT_NONE}
+_COMPLETION_ESTIMATE = 300  # tokens a judge reply usually takes, for budget reservations
+
+
+class SupportsEmbed(Protocol):
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+@dataclass
+class _Usage:
+    """Tokens and calls spent on one trace."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    calls: int = 0
+    estimated: bool = False  # some reply had no ``usage``
+
+    @property
+    def total(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+class _FormatRejected(Exception):
+    """The server answered 400/422 to a request carrying ``response_format``."""
+
+
+class LlmJudge:
+    """Scores traces with an LLM behind ``POST {base_url}/chat/completions``."""
+
+    name = "llm"
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        mode: str = "compact",
+        metrics: AgentMetrics | None = None,
+        embedder: SupportsEmbed | None = None,
+        embedding_model: str | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        rng: random.Random | None = None,
+        timeout_s: float = 60.0,
+        max_retries: int = 4,
+        backoff_base_s: float = 0.5,
+        backoff_max_s: float = 30.0,
+        requests_per_minute: int = 0,
+        tokens_per_minute: int = 0,
+        budget_tokens_per_minute: int = 0,
+        budget_tokens_per_day: int = 0,
+        cache_ttl_s: float = 3600.0,
+        cache_size: int = 10_000,
+        max_input_tokens: int = 6_000,
+        max_completion_tokens: int = 1_024,
+        circuit_failures: int = 5,
+        circuit_reset_s: float = 30.0,
+        concurrency: int = 4,
+        parity_questions: int = 3,
+        temperature: float = 0.0,
+    ) -> None:
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        self.model = model
+        self.mode = mode
+        self.embedding_model = embedding_model
+        self.max_input_tokens = max_input_tokens
+        self.max_completion_tokens = max_completion_tokens
+        self.max_retries = max_retries
+        self.timeout_s = timeout_s
+        self.parity_questions = parity_questions
+        self.temperature = temperature
+        self.response_format = FORMAT_JSON_SCHEMA
+        self._metrics = metrics
+        self._embedder = embedder
+        self._clock = clock
+        self._sleep = sleep
+        headers = {"User-Agent": "ragmon-llm-judge"}
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
+            if (urlsplit(base_url).hostname or "").endswith(".azure.com"):
+                headers["api-key"] = api_key  # Azure OpenAI's own header
+        self._client = httpx.AsyncClient(
+            base_url=base_url.rstrip("/") + "/",
+            headers=headers,
+            timeout=httpx.Timeout(timeout_s),
+            transport=transport,
+            limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency),
+        )
+        self._semaphore = asyncio.Semaphore(concurrency)
+        self._backoff = Backoff(backoff_base_s, backoff_max_s, rng=rng)
+        self._circuit = CircuitBreaker(circuit_failures, circuit_reset_s, clock=clock, on_change=self._circuit_changed)
+        self._limiter = RateLimiter(requests_per_minute, tokens_per_minute, clock=clock, sleep=sleep)
+        self._budget = TokenBudget(
+            budget_tokens_per_minute, budget_tokens_per_day, clock=wall_clock, on_remaining=self._budget_changed
+        )
+        self._cache: TtlCache[Scores] = TtlCache(cache_size, cache_ttl_s, clock=clock)
+        if metrics is not None:
+            metrics.judge_circuit_open.labels(self.name).set(0)
+
+    def __repr__(self) -> str:  # never shows the key
+        return f"LlmJudge(base_url={str(self._client.base_url)!r}, model={self.model!r}, mode={self.mode!r})"
+
+    @property
+    def circuit_state(self) -> str:
+        return self._circuit.state
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    # --- the Judge protocol ------------------------------------------------------------------
+    async def score(self, trace: RagTrace) -> Scores:
+        question, answer, contexts = trace.question or "", trace.answer or "", trace.contexts
+        key = content_key(mode=self.mode, model=self.model, question=question, contexts=contexts, answer=answer)
+        cached = self._cache.get(key) if self._cache.enabled else None
+        if cached is not None:
+            if self._metrics is not None:
+                self._metrics.judge_cache_hits.labels(self.name).inc()
+            return dataclasses.replace(
+                cached, prompt_tokens=0, completion_tokens=0, details={**cached.details, "cached": True}
+            )
+
+        inp = p.fit_to_budget(question, contexts, answer, self.max_input_tokens)
+        reservation: Reservation | None = None
+        if self._budget.enabled:
+            reservation = self._budget.reserve(self._estimate_trace_tokens(inp))  # may raise JudgeBudgetExceeded
+        if inp.truncated and self._metrics is not None:
+            self._metrics.judge_input_truncated.labels(self.name).inc()
+
+        usage = _Usage()
+        started = self._clock()
+        try:
+            if self.mode == "compact":
+                scores = await self._score_compact(inp, usage)
+            else:
+                scores = await self._score_parity(inp, usage)
+        except JudgeError:
+            raise
+        except Exception as exc:  # a bug must still end as an accounted failure, not a crash
+            log.exception("internal error in the LLM judge")
+            raise JudgeError(f"internal error in the LLM judge: {type(exc).__name__}") from exc
+        finally:
+            if reservation is not None:
+                self._budget.settle(reservation, usage.total)
+            if self._metrics is not None:
+                self._metrics.judge_duration.labels(self.name).observe(max(0.0, self._clock() - started))
+
+        scores = dataclasses.replace(
+            scores,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            details={
+                **scores.details, "mode": self.mode, "calls": usage.calls, "truncated": inp.truncated,
+                "usage_estimated": usage.estimated,
+            },
+        )
+        self._cache.put(key, scores)
+        return scores
+
+    # --- compact mode ------------------------------------------------------------------------
+    async def _score_compact(self, inp: p.JudgeInput, usage: _Usage) -> Scores:
+        n = len(inp.contexts)
+        verdict = await self._json_call(
+            p.compact_messages(inp), "rag_judgement", COMPACT_SCHEMA, lambda o: parse_compact(o, n), usage
+        )
+        claim_verdicts = [v for _, v in verdict.claims]
+        relevancy = await self._answer_relevancy(inp.question, verdict.questions, verdict.noncommittal, usage)
+        return Scores(
+            faithfulness=formulas.faithfulness(claim_verdicts) if n else None,
+            answer_relevancy=relevancy,
+            context_precision=formulas.context_precision(verdict.context_relevant),
+            judge=self.name,
+            details={
+                "claims": [{"claim": c, "supported": v} for c, v in verdict.claims],
+                "context_relevant": list(verdict.context_relevant),
+                "generated_questions": list(verdict.questions),
+                "noncommittal": verdict.noncommittal,
+            },
+        )
+
+    # --- RAGAS-parity mode -------------------------------------------------------------------
+    async def _score_parity(self, inp: p.JudgeInput, usage: _Usage) -> Scores:
+        async def claims() -> tuple[tuple[str, ...], tuple[bool, ...]]:
+            statements = await self._json_call(
+                p.statements_messages(inp.question, inp.answer), "statements", STATEMENTS_SCHEMA,
+                parse_statements, usage,
+            )
+            if not statements or not inp.contexts:
+                return statements, ()
+            verdicts = await self._json_call(
+                p.nli_messages(inp.contexts, statements), "nli_verdicts", NLI_SCHEMA,
+                lambda o: parse_nli(o, len(statements)), usage,
+            )
+            return statements, verdicts
+
+        async def question() -> tuple[str, bool]:
+            return await self._json_call(
+                p.question_messages(inp.answer), "generated_question", QUESTION_SCHEMA, parse_question, usage,
+                temperature=0.7 if self.parity_questions > 1 else None,  # RAGAS samples N different questions
+            )
+
+        async def context(ctx: str) -> bool:
+            return await self._json_call(
+                p.context_verdict_messages(inp.question, ctx, inp.answer), "context_verdict",
+                CONTEXT_VERDICT_SCHEMA, parse_context_verdict, usage,
+            )
+
+        try:
+            async with asyncio.TaskGroup() as group:  # one failure cancels the sibling calls
+                claims_task = group.create_task(claims())
+                question_tasks = [group.create_task(question()) for _ in range(self.parity_questions)]
+                context_tasks = [group.create_task(context(c)) for c in inp.contexts]
+        except BaseExceptionGroup as group_error:
+            raise _first_judge_error(group_error) from None
+
+        statements, nli = claims_task.result()
+        generated = [t.result() for t in question_tasks]
+        noncommittal = any(nc for _, nc in generated)
+        relevancy = await self._answer_relevancy(inp.question, [q for q, _ in generated if q], noncommittal, usage)
+        relevant = [t.result() for t in context_tasks]
+        return Scores(
+            faithfulness=formulas.faithfulness(nli) if inp.contexts else None,
+            answer_relevancy=relevancy,
+            context_precision=formulas.context_precision(relevant),
+            judge=self.name,
+            details={
+                "claims": [{"claim": s, "supported": v} for s, v in zip(statements, nli, strict=False)],
+                "context_relevant": relevant,
+                "generated_questions": [q for q, _ in generated],
+                "noncommittal": noncommittal,
+            },
+        )
+
+    # --- answer relevancy: embeddings, no LLM call -------------------------------------------
+    async def _answer_relevancy(
+        self, question: str, generated: Sequence[str], noncommittal: bool, usage: _Usage
+    ) -> float | None:
+        if noncommittal:
+            return 0.0
+        if not question.strip() or not generated:
+            return None
+        vectors = await self._embed([question, *generated], usage)
+        return formulas.answer_relevancy(vectors[0], vectors[1:], noncommittal)
+
+    async def _embed(self, texts: list[str], usage: _Usage) -> np.ndarray:
+        if self.embedding_model:
+            return await self._embed_http(texts, usage)
+        if self._embedder is None:
+            from .embedder import shared_embedder
+
+            self._embedder = await asyncio.to_thread(shared_embedder)
+        embedder = self._embedder
+        return await asyncio.to_thread(embedder.embed, texts)
+
+    async def _embed_http(self, texts: list[str], usage: _Usage) -> np.ndarray:
+        body = {"model": self.embedding_model, "input": texts}
+        response = await self._post("embeddings", body, sum(p.estimate_tokens(t) for t in texts))
+        try:
+            data = response.json()["data"]
+            rows = sorted(data, key=lambda d: d.get("index", 0))
+            vectors = np.array([row["embedding"] for row in rows], dtype=np.float32)
+            if vectors.shape[0] != len(texts):
+                raise ValueError("wrong number of embeddings")
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            self._outcome(sc.FAIL_INVALID_REPLY)
+            raise JudgeReplyError("the embeddings endpoint returned an unusable body") from exc
+        self._outcome(OUTCOME_OK)
+        prompt_tokens = _usage_int(response, "prompt_tokens")
+        self._add_tokens(usage, prompt_tokens if prompt_tokens is not None else body_tokens(texts), 0,
+                         estimated=prompt_tokens is None)
+        return vectors
+
+    # --- one JSON-returning chat call, with the repair attempt -------------------------------
+    async def _json_call(
+        self, messages: list[p.Message], schema_name: str, schema: Mapping[str, Any],
+        parse: Callable[[dict[str, Any]], T], usage: _Usage, temperature: float | None = None,
+    ) -> T:
+        content = await self._chat(messages, schema_name, schema, usage, temperature)
+        try:
+            result = parse(extract_json(content))
+        except VerdictError as first_error:
+            self._outcome(sc.FAIL_INVALID_REPLY)
+            log.debug("judge reply unusable (%s); one repair attempt", first_error)
+            repair = p.repair_messages(messages, content, str(first_error))
+            content = await self._chat(repair, schema_name, schema, usage, temperature)
+            try:
+                result = parse(extract_json(content))
+            except VerdictError as second_error:
+                self._outcome(sc.FAIL_INVALID_REPLY)
+                raise JudgeReplyError(
+                    f"judge reply still invalid after one repair attempt: {second_error}"
+                ) from second_error
+        self._outcome(OUTCOME_OK)
+        return result
+
+    async def _chat(
+        self, messages: list[p.Message], schema_name: str, schema: Mapping[str, Any], usage: _Usage,
+        temperature: float | None,
+    ) -> str:
+        estimate = p.estimate_message_tokens(messages)
+        while True:
+            body: dict[str, Any] = {
+                "model": self.model,
+                "messages": messages,
+                "temperature": self.temperature if temperature is None else temperature,
+                "max_tokens": self.max_completion_tokens,
+            }
+            if self.response_format == FORMAT_JSON_SCHEMA:
+                body["response_format"] = {
+                    "type": "json_schema", "json_schema": {"name": schema_name, "schema": schema, "strict": True},
+                }
+            elif self.response_format == FORMAT_JSON_OBJECT:
+                body["response_format"] = {"type": "json_object"}
+            try:
+                response = await self._post(
+                    "chat/completions", body, estimate + self.max_completion_tokens,
+                    format_fallback=self.response_format != FORMAT_NONE,
+                )
+            except _FormatRejected:
+                fallback = _FORMAT_FALLBACK[self.response_format]
+                log.info("judge endpoint rejected response_format %s; using %s from now on",
+                         self.response_format, fallback)
+                self.response_format = fallback
+                continue
+            return self._read_completion(response, messages, usage)
+
+    def _read_completion(self, response: httpx.Response, messages: list[p.Message], usage: _Usage) -> str:
+        try:
+            data = response.json()
+            message = data["choices"][0]["message"]
+            content = message.get("content") or ""
+            if not isinstance(content, str):
+                raise TypeError("content is not a string")
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+            self._outcome(sc.FAIL_INVALID_REPLY)
+            raise JudgeReplyError("the judge endpoint returned a body that is not a chat completion") from exc
+        prompt_tokens = _usage_int(response, "prompt_tokens", data)
+        completion_tokens = _usage_int(response, "completion_tokens", data)
+        estimated = prompt_tokens is None or completion_tokens is None
+        self._add_tokens(
+            usage,
+            prompt_tokens if prompt_tokens is not None else p.estimate_message_tokens(messages),
+            completion_tokens if completion_tokens is not None else p.estimate_tokens(content),
+            estimated=estimated,
+        )
+        return content
+
+    # --- HTTP with circuit breaker, rate limits, concurrency bound and retries ---------------
+    async def _post(
+        self, path: str, body: Mapping[str, Any], tokens: int, *, format_fallback: bool = False
+    ) -> httpx.Response:
+        attempt = 0
+        while True:
+            if not self._circuit.allow():
+                self._outcome(sc.FAIL_CIRCUIT_OPEN)
+                raise JudgeCircuitOpenError(
+                    f"judge endpoint considered down after repeated failures; retrying in "
+                    f"{self._circuit.reset_s:g}s (circuit breaker open)"
+                )
+            await self._limiter.acquire(tokens)
+            retry_after: float | None = None
+            failure: JudgeError
+            try:
+                async with self._semaphore:
+                    response = await self._client.post(path, json=body)
+            except httpx.TimeoutException:
+                self._circuit.record_failure()
+                failure = JudgeTimeoutError(f"judge request timed out after {self.timeout_s:g}s")
+            except httpx.HTTPError as exc:
+                self._circuit.record_failure()
+                failure = JudgeHTTPError(f"judge request failed: {type(exc).__name__}", status=None)
+            else:
+                status = response.status_code
+                if 200 <= status < 300:
+                    self._circuit.record_success()
+                    return response
+                if format_fallback and status in (400, 422) and _mentions_format(response):
+                    self._circuit.release()
+                    self._outcome(sc.FAIL_HTTP)
+                    raise _FormatRejected()
+                if status == 429:
+                    self._circuit.release()  # alive, just busy: not a reason to open the circuit
+                    retry_after = _retry_after(response)
+                    failure = JudgeRateLimitedError("judge endpoint rate-limited the request (HTTP 429)")
+                elif status >= 500:
+                    self._circuit.record_failure()
+                    retry_after = _retry_after(response)
+                    failure = JudgeHTTPError(f"judge endpoint answered HTTP {status}", status=status)
+                else:
+                    self._circuit.release()
+                    failure = JudgeHTTPError(
+                        f"judge endpoint answered HTTP {status}: {_error_message(response)}", status=status
+                    )
+            if failure.retriable and attempt < self.max_retries:
+                self._outcome(OUTCOME_RETRY)
+                delay = self._backoff.delay(attempt, retry_after)
+                log.debug("judge request failed (%s); retry %d in %.2fs", failure.reason, attempt + 1, delay)
+                attempt += 1
+                await self._sleep(delay)
+                continue
+            self._outcome(failure.reason)
+            raise failure
+
+    # --- accounting ----------------------------------------------------------------------------
+    def _estimate_trace_tokens(self, inp: p.JudgeInput) -> int:
+        """Tokens one trace will probably cost, for the budget reservation."""
+        q, a = p.estimate_tokens(inp.question), p.estimate_tokens(inp.answer)
+        ctx = [p.estimate_tokens(c) for c in inp.contexts]
+        overhead = 350  # instructions and JSON framing per call
+        if self.mode == "compact":
+            return q + a + sum(ctx) + overhead + _COMPLETION_ESTIMATE
+        calls = 2 + self.parity_questions + len(ctx)
+        prompt = (q + a) + (sum(ctx) + a) + self.parity_questions * a + sum(q + a + c for c in ctx)
+        return prompt + calls * (overhead + 100)
+
+    def _add_tokens(self, usage: _Usage, prompt_tokens: int, completion_tokens: int, *, estimated: bool) -> None:
+        usage.prompt_tokens += prompt_tokens
+        usage.completion_tokens += completion_tokens
+        usage.calls += 1
+        usage.estimated = usage.estimated or estimated
+        if self._metrics is not None:
+            self._metrics.judge_tokens.labels(self.name, "prompt").inc(prompt_tokens)
+            self._metrics.judge_tokens.labels(self.name, "completion").inc(completion_tokens)
+
+    def _outcome(self, outcome: str) -> None:
+        if self._metrics is not None:
+            self._metrics.judge_requests.labels(self.name, outcome).inc()
+
+    def _circuit_changed(self, state: str) -> None:
+        if state == "open":
+            log.warning("LLM judge circuit breaker opened: endpoint failing; traces fail fast as circuit_open")
+        else:
+            log.info("LLM judge circuit breaker %s", state)
+        if self._metrics is not None:
+            self._metrics.judge_circuit_open.labels(self.name).set(1 if state == "open" else 0)
+
+    def _budget_changed(self, window: str, remaining: int) -> None:
+        if self._metrics is not None:
+            self._metrics.judge_budget_remaining.labels(window).set(remaining)
+
+
+def body_tokens(texts: Sequence[str]) -> int:
+    return sum(p.estimate_tokens(t) for t in texts)
+
+
+def _usage_int(response: httpx.Response, key: str, data: Any = None) -> int | None:
+    if data is None:
+        try:
+            data = response.json()
+        except ValueError:
+            return None
+    usage = data.get("usage") if isinstance(data, dict) else None
+    value = usage.get(key) if isinstance(usage, dict) else None
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    return parse_retry_after(response.headers.get("retry-after"))
+
+
+def _error_message(response: httpx.Response) -> str:
+    """The server's error message (OpenAI shape), short; never echoes request headers."""
+    try:
+        error = response.json().get("error")
+        message = error.get("message") if isinstance(error, dict) else error
+    except (ValueError, AttributeError):
+        message = response.text
+    return str(message or "")[:200]
+
+
+def _mentions_format(response: httpx.Response) -> bool:
+    text = response.text.lower()
+    return not text.strip() or any(word in text for word in ("response_format", "json_schema", "schema", "json"))
+
+
+def _first_judge_error(group: BaseExceptionGroup[Any]) -> BaseException:
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            return _first_judge_error(exc)
+        if isinstance(exc, JudgeError):
+            return exc
+    first = group.exceptions[0]
+    if isinstance(first, Exception):
+        return JudgeError(f"internal error in the LLM judge: {type(first).__name__}")
+    return first

@@ -1,0 +1,211 @@
+"""Reply schemas for the LLM judge, and tolerant parsing of what a model actually sends.
+
+Servers differ: some honour ``response_format`` json_schema, some only json_object, some
+(and small local models) wrap JSON in code fences, add prose around it, or spell a verdict
+"yes"/"Supported"/1. ``extract_json`` finds the first JSON object in a reply; the
+``parse_*`` functions coerce the common spellings and raise ``VerdictError`` (with a short
+message that the repair prompt shows the model) when the structure is still wrong.
+Pure and synchronous.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+
+class VerdictError(ValueError):
+    """A reply that is not the JSON we asked for; the message says what is wrong."""
+
+
+# --- JSON schemas sent as response_format (strict-mode compatible: all keys required) ---------
+def _obj(properties: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": dict(properties),
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+COMPACT_SCHEMA: dict[str, Any] = _obj(
+    {
+        "claims": {
+            "type": "array",
+            "items": _obj({"claim": {"type": "string"}, "supported": {"type": "boolean"}}),
+        },
+        "contexts": {
+            "type": "array",
+            "items": _obj({"rank": {"type": "integer"}, "relevant": {"type": "boolean"}}),
+        },
+        "questions": {"type": "array", "items": {"type": "string"}},
+        "noncommittal": {"type": "boolean"},
+    }
+)
+STATEMENTS_SCHEMA: dict[str, Any] = _obj({"statements": {"type": "array", "items": {"type": "string"}}})
+NLI_SCHEMA: dict[str, Any] = _obj(
+    {
+        "verdicts": {
+            "type": "array",
+            "items": _obj(
+                {"statement": {"type": "string"}, "reason": {"type": "string"}, "verdict": {"type": "integer"}}
+            ),
+        }
+    }
+)
+QUESTION_SCHEMA: dict[str, Any] = _obj({"question": {"type": "string"}, "noncommittal": {"type": "integer"}})
+CONTEXT_VERDICT_SCHEMA: dict[str, Any] = _obj({"reason": {"type": "string"}, "verdict": {"type": "integer"}})
+
+
+# --- tolerant JSON extraction ----------------------------------------------------------------
+_FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
+_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+_DECODER = json.JSONDecoder()
+
+
+def extract_json(text: str | None) -> dict[str, Any]:
+    """The first JSON object in ``text``: plain, inside a code fence, or amid prose."""
+    if text is None or not text.strip():
+        raise VerdictError("the reply was empty")
+    cleaned = _THINK.sub("", text).strip()  # reasoning models prepend their thoughts
+    candidates = [m.group(1) for m in _FENCE.finditer(cleaned)] + [cleaned]
+    for candidate in candidates:
+        found = _first_object(candidate)
+        if found is not None:
+            return found
+    if cleaned.count("{") > cleaned.count("}"):
+        raise VerdictError("the JSON object is truncated (unbalanced braces)")
+    raise VerdictError("no JSON object found in the reply")
+
+
+def _first_object(text: str) -> dict[str, Any] | None:
+    start = text.find("{")
+    while start != -1:
+        try:
+            value, _ = _DECODER.raw_decode(text, start)
+        except json.JSONDecodeError:
+            start = text.find("{", start + 1)
+            continue
+        if isinstance(value, dict):
+            return value
+        start = text.find("{", start + 1)
+    return None
+
+
+# --- value coercion --------------------------------------------------------------------------
+_TRUE = frozenset({"true", "yes", "y", "1", "supported", "relevant", "useful", "entailed", "faithful"})
+_FALSE = frozenset(
+    {"false", "no", "n", "0", "unsupported", "not supported", "irrelevant", "not relevant",
+     "not useful", "contradicted", "unfaithful", "not entailed"}
+)
+
+
+def to_bool(value: Any, field: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in _TRUE:
+        return True
+    if isinstance(value, str) and value.strip().lower() in _FALSE:
+        return False
+    raise VerdictError(f"{field} must be true or false, got {value!r}")
+
+
+def _list(obj: Mapping[str, Any], key: str) -> list[Any]:
+    if key not in obj:
+        raise VerdictError(f"missing key {key!r}")
+    value = obj[key]
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise VerdictError(f"{key!r} must be a list, got {type(value).__name__}")
+    return value
+
+
+def _first_key(item: Mapping[str, Any], keys: Sequence[str], field: str) -> Any:
+    for key in keys:
+        if key in item:
+            return item[key]
+    raise VerdictError(f"{field} needs one of the keys {', '.join(keys)}")
+
+
+# --- compact mode ----------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class CompactVerdict:
+    claims: tuple[tuple[str, bool], ...]
+    context_relevant: tuple[bool, ...]  # in rank order, one per context shown
+    questions: tuple[str, ...]
+    noncommittal: bool
+
+
+def parse_compact(obj: Mapping[str, Any], n_contexts: int) -> CompactVerdict:
+    """Validate a compact-mode reply; ``n_contexts`` is how many contexts the prompt showed."""
+    claims: list[tuple[str, bool]] = []
+    for i, item in enumerate(_list(obj, "claims")):
+        if isinstance(item, Mapping):
+            text = _first_key(item, ("claim", "statement", "text"), f"claims[{i}]")
+            verdict = to_bool(_first_key(item, ("supported", "verdict"), f"claims[{i}]"), f"claims[{i}].supported")
+        else:
+            raise VerdictError(f"claims[{i}] must be an object with 'claim' and 'supported'")
+        claims.append((str(text), verdict))
+
+    by_rank: dict[int, bool] = {}
+    raw_contexts = _list(obj, "contexts")
+    for i, item in enumerate(raw_contexts):
+        if isinstance(item, Mapping):
+            rank_value = item.get("rank", i + 1)
+            try:
+                rank = int(rank_value)
+            except (TypeError, ValueError) as exc:
+                raise VerdictError(f"contexts[{i}].rank must be an integer, got {rank_value!r}") from exc
+            verdict = to_bool(_first_key(item, ("relevant", "verdict"), f"contexts[{i}]"), f"contexts[{i}].relevant")
+        else:  # a bare list of booleans in rank order
+            rank, verdict = i + 1, to_bool(item, f"contexts[{i}]")
+        by_rank[rank] = verdict
+    missing = [r for r in range(1, n_contexts + 1) if r not in by_rank]
+    if missing:
+        raise VerdictError(
+            f"'contexts' must give one verdict for each of the {n_contexts} contexts (ranks 1..{n_contexts}); "
+            f"missing ranks {missing[:10]}"
+        )
+
+    questions = tuple(str(q).strip() for q in _list(obj, "questions") if str(q).strip())
+    noncommittal = to_bool(obj.get("noncommittal", False), "noncommittal")
+    return CompactVerdict(
+        claims=tuple(claims),
+        context_relevant=tuple(by_rank[r] for r in range(1, n_contexts + 1)),
+        questions=questions,
+        noncommittal=noncommittal,
+    )
+
+
+# --- RAGAS-parity mode -----------------------------------------------------------------------
+def parse_statements(obj: Mapping[str, Any]) -> tuple[str, ...]:
+    return tuple(str(s).strip() for s in _list(obj, "statements") if str(s).strip())
+
+
+def parse_nli(obj: Mapping[str, Any], n_statements: int) -> tuple[bool, ...]:
+    items = _list(obj, "verdicts")
+    if len(items) != n_statements:
+        raise VerdictError(f"'verdicts' must have exactly {n_statements} items, one per statement, got {len(items)}")
+    out = []
+    for i, item in enumerate(items):
+        value = item.get("verdict") if isinstance(item, Mapping) else item
+        out.append(to_bool(value, f"verdicts[{i}].verdict"))
+    return tuple(out)
+
+
+def parse_question(obj: Mapping[str, Any]) -> tuple[str, bool]:
+    if "question" not in obj:
+        raise VerdictError("missing key 'question'")
+    return str(obj["question"] or "").strip(), to_bool(obj.get("noncommittal", 0), "noncommittal")
+
+
+def parse_context_verdict(obj: Mapping[str, Any]) -> bool:
+    if "verdict" not in obj:
+        raise VerdictError("missing key 'verdict'")
+    return to_bool(obj["verdict"], "verdict")
