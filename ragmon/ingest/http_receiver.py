@@ -1,0 +1,242 @@
+"""OTLP/HTTP trace receiver (``POST /v1/traces``), an aiohttp server implementing ``SpanSource``.
+
+Responses follow the OTLP/HTTP specification so any OpenTelemetry SDK or Collector exporter
+behaves correctly against it:
+
+* 200 with an ``ExportTraceServiceResponse`` in the request's encoding; when some spans were
+  malformed, ``partial_success.rejected_spans`` and ``error_message`` say so;
+* 400 (malformed body), 413 (too large), 415 (unsupported content type or encoding) with a
+  ``google.rpc.Status`` body — not retryable, so exporters drop the batch;
+* 405 for other methods; 503 with ``Retry-After`` while the agent applies back-pressure
+  (retryable, so exporters back off and send again rather than lose the spans).
+
+Every request is counted in ``ragmon_receiver_requests_total{source="http",outcome}``, spans
+in ``ragmon_spans_received_total`` and bad input in ``ragmon_dropped_total{reason}``; each kind
+of bad input is logged once. Large bodies are decoded in a worker thread so one big export
+never stalls the event loop; spans are handed to the sink on the loop, synchronously.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Hashable
+
+from aiohttp import hdrs, web
+from google.protobuf import json_format
+from google.protobuf.message import Message
+from google.rpc import status_pb2
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+from .. import semconv as sc
+from .._log import LogOnce
+from ..config import AgentConfig
+from ..errors import DecodeError
+from ..export.metrics import AgentMetrics
+from .otlp import CONTENT_TYPE_JSON, CONTENT_TYPE_PROTOBUF, DecodedBatch, decode_export_request, media_type
+from .source import SpanSink
+
+__all__ = ["TRACES_PATH", "OtlpHttpReceiver"]
+
+log = logging.getLogger(__name__)
+
+TRACES_PATH = "/v1/traces"
+RETRY_AFTER_S = 1  # seconds; exporters add their own exponential backoff on top
+_THREAD_DECODE_BYTES = 256 * 1024  # smaller bodies decode faster than a thread hop
+_READ_CHUNK = 64 * 1024
+_SHUTDOWN_TIMEOUT_S = 10.0
+
+# google.rpc.Code values used in Status bodies
+_RPC_INVALID_ARGUMENT = 3
+_RPC_RESOURCE_EXHAUSTED = 8
+_RPC_UNAVAILABLE = 14
+_RPC_UNIMPLEMENTED = 12
+
+_HTTP_STATUS = {
+    sc.DROP_MALFORMED_BODY: (400, _RPC_INVALID_ARGUMENT),
+    sc.DROP_BODY_TOO_LARGE: (413, _RPC_RESOURCE_EXHAUSTED),
+    sc.DROP_UNSUPPORTED_MEDIA: (415, _RPC_INVALID_ARGUMENT),
+}
+
+
+class OtlpHttpReceiver:
+    name = "http"
+
+    def __init__(self, config: AgentConfig, metrics: AgentMetrics) -> None:
+        self._host = config.receiver_host
+        self._requested_port = config.receiver_port
+        self._max_body = config.receiver_max_body_bytes
+        self._shutdown_timeout = min(config.shutdown_grace_s, _SHUTDOWN_TIMEOUT_S)
+        self._metrics = metrics
+        self._log_once = LogOnce(log)
+        self._sink: SpanSink | None = None
+        self._runner: web.AppRunner | None = None
+        self._port: int | None = None
+        self._accepting = False
+
+    @property
+    def port(self) -> int:
+        """The bound port (the configured one, or the one the OS chose for port 0)."""
+        if self._port is None:
+            raise RuntimeError("receiver not started")
+        return self._port
+
+    def ready(self) -> bool:
+        return self._accepting
+
+    def release(self, token: Hashable) -> None:
+        """HTTP deliveries are acknowledged by the response; nothing to release."""
+
+    async def start(self, sink: SpanSink) -> None:
+        if self._runner is not None:
+            return
+        self._sink = sink
+        # client_max_size guards aiohttp's own readers; we read the body ourselves, bounded.
+        app = web.Application(client_max_size=self._max_body + 1)
+        app.router.add_route("*", TRACES_PATH, self._handle)
+        # auto_decompress=False: gzip is inflated by the decoder with an output bound (zip bombs)
+        # and the size limit applies to what we actually decode.
+        runner = web.AppRunner(app, access_log=None, handle_signals=False,
+                               shutdown_timeout=self._shutdown_timeout, auto_decompress=False)
+        await runner.setup()
+        site = web.TCPSite(runner, self._host, self._requested_port, reuse_address=True)
+        try:
+            await site.start()
+        except OSError:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        self._port = _bound_port(runner, self._requested_port)
+        self._accepting = True
+        log.info("OTLP/HTTP receiver listening on http://%s:%d%s", self._host, self._port, TRACES_PATH)
+
+    async def stop(self) -> None:
+        """Stop accepting connections, let in-flight requests finish (bounded). Idempotent."""
+        self._accepting = False
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+
+    # --- request handling -----------------------------------------------------------------------
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        if request.method != hdrs.METH_POST:
+            self._count(sc.OUTCOME_REJECTED)
+            self._log_once.warning("method", "OTLP receiver: %s %s is not allowed (POST only)",
+                                   request.method, TRACES_PATH)
+            return _status_response(405, _RPC_UNIMPLEMENTED, f"method {request.method} not allowed; use POST",
+                                    CONTENT_TYPE_JSON, headers={hdrs.ALLOW: hdrs.METH_POST})
+        response_type = _response_type(request.headers.get(hdrs.CONTENT_TYPE))
+        sink = self._sink
+        if sink is None or not self._accepting:
+            self._count(sc.OUTCOME_THROTTLED)
+            return _status_response(503, _RPC_UNAVAILABLE, "receiver is shutting down", response_type,
+                                    headers={hdrs.RETRY_AFTER: str(RETRY_AFTER_S)})
+        if _backpressure(sink):
+            self._count(sc.OUTCOME_THROTTLED)
+            self._log_once.warning("backpressure", "OTLP receiver: judge backlog full, answering 503 "
+                                   "Retry-After so exporters back off")
+            return _status_response(503, _RPC_UNAVAILABLE, "agent is busy; retry later", response_type,
+                                    headers={hdrs.RETRY_AFTER: str(RETRY_AFTER_S)})
+        try:
+            body = await self._read_body(request)
+            if len(body) > _THREAD_DECODE_BYTES:
+                batch = await asyncio.to_thread(self._decode, request, body)
+            else:
+                batch = self._decode(request, body)
+        except DecodeError as exc:
+            return self._reject(exc, response_type)
+
+        if batch.rejected_spans:
+            self._metrics.dropped.labels(sc.DROP_MALFORMED_SPAN).inc(batch.rejected_spans)
+            self._log_once.warning("malformed_span", "OTLP receiver: rejected %d malformed span(s): %s",
+                                   batch.rejected_spans, "; ".join(batch.errors[:3]))
+        if batch.spans:
+            self._metrics.spans_received.labels(self.name).inc(len(batch.spans))
+            try:
+                sink.submit(batch.spans, None)
+            except Exception:  # the sink must not raise; if it does, the client should retry
+                self._count(sc.OUTCOME_REJECTED)
+                self._log_once.warning("submit", "OTLP receiver: sink.submit failed", exc_info=True)
+                return _status_response(503, _RPC_UNAVAILABLE, "agent failed to accept spans", response_type,
+                                        headers={hdrs.RETRY_AFTER: str(RETRY_AFTER_S)})
+        self._count(sc.OUTCOME_PARTIAL if batch.rejected_spans else sc.OUTCOME_OK)
+        return _export_response(batch, response_type)
+
+    async def _read_body(self, request: web.Request) -> bytes:
+        declared = request.content_length
+        if declared is not None and declared > self._max_body:
+            raise DecodeError(f"body of {declared} bytes exceeds {self._max_body}", reason=sc.DROP_BODY_TOO_LARGE)
+        media = media_type(request.headers.get(hdrs.CONTENT_TYPE))
+        if media not in (CONTENT_TYPE_PROTOBUF, CONTENT_TYPE_JSON):
+            # Fail before reading: no point buffering a body we will not decode.
+            raise DecodeError(
+                f"unsupported content type {media or '(none)'!r}; use {CONTENT_TYPE_PROTOBUF} or {CONTENT_TYPE_JSON}",
+                reason=sc.DROP_UNSUPPORTED_MEDIA)
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.content.iter_chunked(_READ_CHUNK):
+            size += len(chunk)
+            if size > self._max_body:
+                raise DecodeError(f"body exceeds {self._max_body} bytes", reason=sc.DROP_BODY_TOO_LARGE)
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _decode(self, request: web.Request, body: bytes) -> DecodedBatch:
+        return decode_export_request(
+            body,
+            content_type=request.headers.get(hdrs.CONTENT_TYPE, ""),
+            content_encoding=request.headers.get(hdrs.CONTENT_ENCODING),
+            max_bytes=self._max_body,
+        )
+
+    def _reject(self, exc: DecodeError, response_type: str) -> web.Response:
+        self._count(sc.OUTCOME_REJECTED)
+        self._metrics.dropped.labels(exc.reason).inc()
+        self._log_once.warning(f"decode:{exc.reason}", "OTLP receiver: rejected request (%s): %s", exc.reason, exc)
+        http_status, rpc_code = _HTTP_STATUS.get(exc.reason, (400, _RPC_INVALID_ARGUMENT))
+        return _status_response(http_status, rpc_code, str(exc), response_type)
+
+    def _count(self, outcome: str) -> None:
+        self._metrics.requests_received.labels(self.name, outcome).inc()
+
+
+# --- helpers ------------------------------------------------------------------------------------
+def _bound_port(runner: web.AppRunner, requested: int) -> int:
+    for address in runner.addresses:
+        if isinstance(address, tuple) and len(address) >= 2:
+            return int(address[1])
+    return requested
+
+
+def _backpressure(sink: SpanSink) -> bool:
+    try:
+        return bool(sink.backpressure())
+    except Exception:  # a broken back-pressure probe must not take the receiver down
+        log.debug("sink.backpressure() failed", exc_info=True)
+        return False
+
+
+def _response_type(content_type: str | None) -> str:
+    """Answer in the request's encoding; JSON when the request's type is unusable."""
+    return CONTENT_TYPE_PROTOBUF if media_type(content_type) == CONTENT_TYPE_PROTOBUF else CONTENT_TYPE_JSON
+
+
+def _encode(message: Message, content_type: str) -> bytes:
+    if content_type == CONTENT_TYPE_PROTOBUF:
+        return message.SerializeToString()
+    return json_format.MessageToJson(message, indent=None).encode("utf-8")
+
+
+def _export_response(batch: DecodedBatch, content_type: str) -> web.Response:
+    response = ExportTraceServiceResponse()
+    if batch.rejected_spans:
+        response.partial_success.rejected_spans = batch.rejected_spans
+        response.partial_success.error_message = "; ".join(batch.errors)
+    return web.Response(status=200, body=_encode(response, content_type), content_type=content_type)
+
+
+def _status_response(http_status: int, rpc_code: int, message: str, content_type: str,
+                     headers: dict[str, str] | None = None) -> web.Response:
+    status = status_pb2.Status(code=rpc_code, message=message)
+    return web.Response(status=http_status, body=_encode(status, content_type), content_type=content_type,
+                        headers=headers)

@@ -1,0 +1,316 @@
+"""OTLP trace decoding: bytes -> ``SpanRecord``s. Pure functions, no I/O.
+
+Two wire encodings, one message type. The OTLP/HTTP body (``ExportTraceServiceRequest``) and
+the Collector kafkaexporter's ``otlp_proto`` payload (``TracesData``) share the same layout
+(field 1 = repeated ``ResourceSpans``), so both are parsed as ``ExportTraceServiceRequest``.
+
+OTLP/JSON differs from protobuf's canonical JSON mapping in one way that matters here:
+``traceId``/``spanId``/``parentSpanId`` are *hex* strings, not base64. We rewrite them to
+base64 before ``json_format.ParseDict``. Ids that are already base64 (some hand-written
+clients do that) are told apart by length: 16 bytes are 32 hex chars but 24 base64 chars.
+Enum values may be ints or names and int64 may be strings; ``json_format`` accepts all of
+those. Unknown fields are ignored, as the OTLP spec requires of receivers.
+
+Protobuf objects never leave this module.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import zlib
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError as ProtobufDecodeError
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span
+
+from .. import semconv as sc
+from ..errors import DecodeError
+from ..types import AttrValue, SpanEvent, SpanRecord
+
+__all__ = [
+    "CONTENT_TYPE_JSON",
+    "CONTENT_TYPE_PROTOBUF",
+    "MAX_ERROR_MESSAGES",
+    "DecodedBatch",
+    "decode_export_request",
+    "decode_traces_payload",
+    "media_type",
+]
+
+CONTENT_TYPE_PROTOBUF = "application/x-protobuf"
+CONTENT_TYPE_JSON = "application/json"
+MAX_ERROR_MESSAGES = 10  # per batch: enough to diagnose, bounded for the response body
+_MAX_ANY_VALUE_DEPTH = 32  # deeper arrays/kvlists are cut off (protobuf allows 100)
+
+_STATUS_NAMES = {0: "UNSET", 1: "OK", 2: "ERROR"}
+# SPAN_KIND_UNSPECIFIED is treated as INTERNAL, as the OTel SDKs do.
+_KIND_NAMES = {0: "INTERNAL", 1: "INTERNAL", 2: "SERVER", 3: "CLIENT", 4: "PRODUCER", 5: "CONSUMER"}
+
+
+@dataclass(frozen=True)
+class DecodedBatch:
+    spans: list[SpanRecord]
+    rejected_spans: int = 0  # malformed spans skipped (bad id length, ...)
+    errors: list[str] = field(default_factory=list)  # short messages, at most MAX_ERROR_MESSAGES
+
+
+def media_type(content_type: str | None) -> str:
+    """``'application/json; charset=utf-8'`` -> ``'application/json'``."""
+    return (content_type or "").split(";", 1)[0].strip().lower()
+
+
+def decode_export_request(
+    body: bytes,
+    *,
+    content_type: str,
+    content_encoding: str | None = None,
+    max_bytes: int = 16 << 20,
+) -> DecodedBatch:
+    """Decode an OTLP/HTTP ``POST /v1/traces`` body.
+
+    Raises ``DecodeError`` with ``reason`` one of ``DROP_UNSUPPORTED_MEDIA`` (content type or
+    encoding), ``DROP_BODY_TOO_LARGE`` (before or after decompression) or ``DROP_MALFORMED_BODY``.
+    """
+    mtype = media_type(content_type)
+    if mtype not in (CONTENT_TYPE_PROTOBUF, CONTENT_TYPE_JSON):
+        raise DecodeError(
+            f"unsupported content type {mtype or '(none)'!r}; "
+            f"use {CONTENT_TYPE_PROTOBUF} or {CONTENT_TYPE_JSON}",
+            reason=sc.DROP_UNSUPPORTED_MEDIA,
+        )
+    if len(body) > max_bytes:
+        raise DecodeError(f"body of {len(body)} bytes exceeds {max_bytes}", reason=sc.DROP_BODY_TOO_LARGE)
+    raw = _decompress(body, content_encoding, max_bytes)
+    if mtype == CONTENT_TYPE_JSON:
+        return _decode_json(raw)
+    return _decode_protobuf(raw)
+
+
+def decode_traces_payload(payload: bytes, encoding: str) -> DecodedBatch:
+    """Decode one Kafka message as the OTel Collector's kafkaexporter writes it.
+
+    ``encoding`` is ``"otlp_proto"`` or ``"otlp_json"``. Raises ``DecodeError``.
+    """
+    if encoding == "otlp_proto":
+        return _decode_protobuf(payload)
+    if encoding == "otlp_json":
+        return _decode_json(payload)
+    raise DecodeError(f"unsupported encoding {encoding!r}", reason=sc.DROP_UNSUPPORTED_MEDIA)
+
+
+# --- body handling ------------------------------------------------------------------------------
+def _decompress(body: bytes, content_encoding: str | None, max_bytes: int) -> bytes:
+    encoding = (content_encoding or "identity").strip().lower()
+    if encoding in ("", "identity"):
+        return body
+    if encoding == "gzip":
+        wbits = 16 + zlib.MAX_WBITS
+    elif encoding == "deflate":
+        wbits = zlib.MAX_WBITS
+    else:
+        raise DecodeError(
+            f"unsupported content encoding {encoding!r}; use gzip or none", reason=sc.DROP_UNSUPPORTED_MEDIA
+        )
+    return _bounded_inflate(body, wbits, max_bytes, encoding)
+
+
+def _bounded_inflate(data: bytes, wbits: int, max_bytes: int, name: str) -> bytes:
+    """Inflate at most ``max_bytes`` of output (a small gzip can expand 1000x: zip bombs).
+
+    Handles concatenated gzip members (allowed by RFC 1952)."""
+    out = bytearray()
+    remaining = data
+    try:
+        while True:
+            inflater = zlib.decompressobj(wbits)
+            chunk = inflater.decompress(remaining, max_bytes + 1 - len(out))
+            out += chunk
+            if len(out) > max_bytes:
+                raise DecodeError(
+                    f"{name} body inflates beyond {max_bytes} bytes", reason=sc.DROP_BODY_TOO_LARGE
+                )
+            if not inflater.eof:
+                if inflater.unconsumed_tail:  # output limit reached exactly; more is pending
+                    raise DecodeError(
+                        f"{name} body inflates beyond {max_bytes} bytes", reason=sc.DROP_BODY_TOO_LARGE
+                    )
+                raise DecodeError(f"truncated {name} body", reason=sc.DROP_MALFORMED_BODY)
+            remaining = inflater.unused_data
+            if not remaining.strip(b"\x00"):
+                return bytes(out)
+    except zlib.error as exc:
+        raise DecodeError(f"invalid {name} body: {exc}", reason=sc.DROP_MALFORMED_BODY) from exc
+
+
+def _decode_protobuf(raw: bytes) -> DecodedBatch:
+    request = ExportTraceServiceRequest()
+    try:
+        request.ParseFromString(raw)
+    except (ProtobufDecodeError, RuntimeError, ValueError) as exc:
+        raise DecodeError(f"body is not a valid OTLP protobuf message: {exc}") from exc
+    return _convert_request(request)
+
+
+def _decode_json(raw: bytes) -> DecodedBatch:
+    try:
+        document = json.loads(raw)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise DecodeError(f"body is not valid JSON: {exc}") from exc
+    if not isinstance(document, dict):
+        raise DecodeError("OTLP/JSON body must be a JSON object with 'resourceSpans'")
+    try:
+        _hex_ids_to_base64(document)
+        request = json_format.ParseDict(document, ExportTraceServiceRequest(), ignore_unknown_fields=True)
+    except (json_format.ParseError, ValueError, TypeError, AttributeError, RecursionError) as exc:
+        raise DecodeError(f"body is not valid OTLP/JSON: {_short(exc)}") from exc
+    return _convert_request(request)
+
+
+# --- OTLP/JSON id fix-up -------------------------------------------------------------------------
+_ID_FIELDS = {"traceId": 16, "trace_id": 16, "spanId": 8, "span_id": 8, "parentSpanId": 8, "parent_span_id": 8}
+
+
+def _hex_ids_to_base64(document: dict[str, Any]) -> None:
+    """Rewrite hex ids in spans (and their links) in place to what ``ParseDict`` expects."""
+    for resource_spans in _dicts(document.get("resourceSpans", document.get("resource_spans"))):
+        for scope_spans in _dicts(resource_spans.get("scopeSpans", resource_spans.get("scope_spans"))):
+            for span in _dicts(scope_spans.get("spans")):
+                _fix_ids(span)
+                for link in _dicts(span.get("links")):
+                    _fix_ids(link)
+
+
+def _dicts(value: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(value, list):
+        yield from (item for item in value if isinstance(item, dict))
+
+
+def _fix_ids(obj: dict[str, Any]) -> None:
+    for key, size in _ID_FIELDS.items():
+        value = obj.get(key)
+        if isinstance(value, str) and value:
+            obj[key] = _id_to_base64(value, size)
+
+
+def _id_to_base64(value: str, size: int) -> str:
+    if len(value) == 2 * size:
+        try:
+            return base64.b64encode(bytes.fromhex(value)).decode("ascii")
+        except ValueError:
+            pass
+    # Not hex of the right size: leave it to ParseDict as base64 (or let it fail there);
+    # a wrong-sized id is rejected per span later, not for the whole request.
+    try:
+        base64.b64decode(value, validate=True)
+        return value
+    except (binascii.Error, ValueError):
+        # Unparsable: keep the request but make this span fail the id check (one byte is
+        # never a valid id; an empty string would turn a child into a root).
+        return "AA=="
+
+
+# --- protobuf -> SpanRecord ----------------------------------------------------------------------
+def _convert_request(request: ExportTraceServiceRequest) -> DecodedBatch:
+    spans: list[SpanRecord] = []
+    errors: list[str] = []
+    rejected = 0
+    for resource_spans in request.resource_spans:
+        resource = _attributes(resource_spans.resource.attributes)
+        for scope_name, span in _iter_spans(resource_spans):
+            problem = _validate_ids(span)
+            if problem is None:
+                try:
+                    spans.append(_convert_span(span, resource, scope_name))
+                    continue
+                except (ValueError, TypeError, RecursionError) as exc:  # defensive: never fail a batch
+                    problem = f"span {span.name[:64]!r}: {_short(exc)}"
+            rejected += 1
+            if len(errors) < MAX_ERROR_MESSAGES:
+                errors.append(problem)
+    return DecodedBatch(spans=spans, rejected_spans=rejected, errors=errors)
+
+
+def _iter_spans(resource_spans: ResourceSpans) -> Iterator[tuple[str, Span]]:
+    for scope_spans in resource_spans.scope_spans:
+        scope_name = scope_spans.scope.name
+        for span in scope_spans.spans:
+            yield scope_name, span
+
+
+def _validate_ids(span: Span) -> str | None:
+    label = f"span {span.name[:64]!r}"
+    if len(span.trace_id) != 16 or not any(span.trace_id):
+        return f"{label}: trace_id must be 16 non-zero bytes, got {len(span.trace_id)} bytes"
+    if len(span.span_id) != 8 or not any(span.span_id):
+        return f"{label}: span_id must be 8 non-zero bytes, got {len(span.span_id)} bytes"
+    if span.parent_span_id and len(span.parent_span_id) != 8:
+        return f"{label}: parent_span_id must be empty or 8 bytes, got {len(span.parent_span_id)} bytes"
+    return None
+
+
+def _convert_span(span: Span, resource: Mapping[str, AttrValue], scope_name: str) -> SpanRecord:
+    parent = span.parent_span_id
+    return SpanRecord(
+        trace_id=span.trace_id.hex(),
+        span_id=span.span_id.hex(),
+        # An all-zero parent id is "no parent" in some exporters.
+        parent_span_id=parent.hex() if parent and any(parent) else None,
+        name=span.name,
+        start_time_ns=span.start_time_unix_nano,
+        end_time_ns=span.end_time_unix_nano,
+        attributes=_attributes(span.attributes),
+        resource=resource,
+        events=tuple(
+            SpanEvent(name=event.name, time_ns=event.time_unix_nano, attributes=_attributes(event.attributes))
+            for event in span.events
+        ),
+        status_code=_STATUS_NAMES.get(span.status.code, "UNSET"),
+        status_message=span.status.message,
+        kind=_KIND_NAMES.get(span.kind, "INTERNAL"),
+        scope_name=scope_name,
+        dropped_attributes_count=span.dropped_attributes_count,
+    )
+
+
+def _attributes(pairs: Iterable[KeyValue]) -> dict[str, AttrValue]:
+    out: dict[str, AttrValue] = {}
+    for pair in pairs:
+        value = _any_value(pair.value, 0)
+        if value is not None:
+            out[pair.key] = value  # duplicate keys: last wins, like the SDKs
+    return out
+
+
+def _any_value(value: AnyValue, depth: int) -> AttrValue:
+    which = value.WhichOneof("value")
+    if which is None:
+        return None
+    if which == "string_value":
+        return value.string_value
+    if which == "bool_value":
+        return value.bool_value
+    if which == "int_value":
+        return value.int_value
+    if which == "double_value":
+        return value.double_value
+    if which == "bytes_value":
+        return bytes(value.bytes_value)
+    if depth >= _MAX_ANY_VALUE_DEPTH:
+        return None
+    if which == "array_value":
+        return [_any_value(item, depth + 1) for item in value.array_value.values]
+    if which == "kvlist_value":
+        return {kv.key: _any_value(kv.value, depth + 1) for kv in value.kvlist_value.values}
+    return None
+
+
+def _short(exc: BaseException, limit: int = 200) -> str:
+    text = str(exc) or type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 1] + "…"
