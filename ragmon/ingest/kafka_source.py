@@ -1,0 +1,433 @@
+"""Kafka span source: consume OTLP messages from a consumer group, at least once.
+
+Each message is decoded (``otlp_proto`` or ``otlp_json``, the bytes the OpenTelemetry
+Collector's ``kafkaexporter`` writes) and handed to the agent with the delivery token
+``(topic, partition, offset)``. The agent calls ``release(token)`` once every trace with spans
+in that message is accounted for; only then may the offset be committed, so a crash replays
+unfinished messages instead of losing them (the agent's trace-id dedup absorbs most replays).
+
+Flow control: while ``sink.backpressure()`` is True every assigned partition is paused
+(``consumer.pause``) and the consumer keeps polling, so the group membership stays alive and
+nothing is buffered without bound. Poison messages are counted, optionally dead-lettered and
+released at once: a partition never stalls on them. A broker outage is retried with backoff
+and logged once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
+from aiokafka.abc import ConsumerRebalanceListener
+from aiokafka.errors import KafkaError
+from aiokafka.helpers import create_ssl_context
+
+from .. import semconv as sc
+from ..config import AgentConfig
+from ..errors import ConfigError, DecodeError
+from ..export.metrics import AgentMetrics
+from .offsets import OffsetTracker, PartitionKey
+from .otlp import decode_traces_payload
+from .source import SpanSink
+
+log = logging.getLogger("ragmon.kafka")
+
+Token = tuple[str, int, int]
+
+#: Dead-letter headers: why the message was refused and where it came from.
+DLQ_ERROR_HEADER = "ragmon.error"
+DLQ_REASON_HEADER = "ragmon.reason"
+DLQ_TOPIC_HEADER = "ragmon.original.topic"
+DLQ_PARTITION_HEADER = "ragmon.original.partition"
+DLQ_OFFSET_HEADER = "ragmon.original.offset"
+
+_POLL_TIMEOUT_MS = 200
+_MAX_RECORDS = 500
+_LAG_INTERVAL_S = 1.0
+_BACKOFF_MIN_S = 0.5
+_BACKOFF_MAX_S = 10.0
+_DLQ_SEND_TIMEOUT_S = 10.0
+
+
+def kafka_client_options(config: AgentConfig) -> dict[str, Any]:
+    """aiokafka connection/security keyword arguments from the agent settings.
+
+    Raises ``ConfigError`` for combinations that cannot work (SASL without credentials)."""
+    protocol = config.kafka_security_protocol.upper()
+    opts: dict[str, Any] = {
+        "bootstrap_servers": config.kafka_bootstrap_servers,
+        "security_protocol": protocol,
+    }
+    if protocol in ("SSL", "SASL_SSL"):
+        try:
+            opts["ssl_context"] = create_ssl_context(
+                cafile=config.kafka_ssl_cafile,
+                certfile=config.kafka_ssl_certfile,
+                keyfile=config.kafka_ssl_keyfile,
+            )
+        except (OSError, ValueError) as exc:
+            raise ConfigError("--kafka-ssl-cafile / RAGMON_KAFKA_SSL_CAFILE",
+                              f"cannot load TLS files: {exc}") from exc
+    elif config.kafka_ssl_cafile or config.kafka_ssl_certfile:
+        raise ConfigError("--kafka-security-protocol / RAGMON_KAFKA_SECURITY_PROTOCOL",
+                          f"TLS files are set but the protocol is {protocol}; use SSL or SASL_SSL")
+    if protocol.startswith("SASL_"):
+        mechanism = (config.kafka_sasl_mechanism or "").upper()
+        if not mechanism:
+            raise ConfigError("--kafka-sasl-mechanism / RAGMON_KAFKA_SASL_MECHANISM",
+                              f"required with {protocol}")
+        if not (config.kafka_sasl_username and config.kafka_sasl_password):
+            raise ConfigError("--kafka-sasl-username / RAGMON_KAFKA_SASL_USERNAME",
+                              f"username and password are required with {protocol}")
+        opts.update(sasl_mechanism=mechanism, sasl_plain_username=config.kafka_sasl_username,
+                    sasl_plain_password=config.kafka_sasl_password)
+    return opts
+
+
+class _Rebalance(ConsumerRebalanceListener):
+    def __init__(self, source: KafkaSource) -> None:
+        self._source = source
+
+    async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+        await self._source._on_revoked(revoked)
+
+    async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+        self._source._on_assigned(assigned)
+
+
+class KafkaSource:
+    """``SpanSource`` reading OTLP spans from Kafka topics in a consumer group."""
+
+    name = "kafka"
+
+    def __init__(self, config: AgentConfig, metrics: AgentMetrics,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._config = config
+        self._metrics = metrics
+        self._clock = clock
+        self._client_opts = kafka_client_options(config)  # fail fast on bad security settings
+        self._tracker = OffsetTracker()
+        self._sink: SpanSink | None = None
+        self._consumer: AIOKafkaConsumer | None = None
+        self._producer: AIOKafkaProducer | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = False
+        self._connected = False
+        self._outage = False
+        self._paused_since: float | None = None
+        self._last_commit = clock()
+        self._last_lag = 0.0
+        self._lag_labels: set[PartitionKey] = set()
+        self._logged: set[str] = set()
+        self._dlq_tasks: set[asyncio.Task[None]] = set()
+        self._commit_lock = asyncio.Lock()
+
+    # --- SpanSource -------------------------------------------------------------------------
+    async def start(self, sink: SpanSink) -> None:
+        """Begin consuming in the background; returns at once even when the broker is down."""
+        if self._task is not None:
+            return
+        self._sink = sink
+        self._stopping = False
+        self._task = asyncio.create_task(self._run(), name="ragmon-kafka-source")
+
+    async def stop(self) -> None:
+        """Stop fetching, let the agent account for what was handed out (bounded), commit, leave."""
+        if self._task is None or self._stopping:
+            return
+        self._stopping = True
+        task, self._task = self._task, None
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        consumer, self._consumer = self._consumer, None
+        if consumer is not None and self._sink is not None and self._connected:
+            with contextlib.suppress(Exception):
+                await self._sink.flush_where(lambda tok: True, self._config.shutdown_grace_s)
+            await self._commit(consumer)
+        if self._dlq_tasks:
+            await asyncio.wait(set(self._dlq_tasks), timeout=_DLQ_SEND_TIMEOUT_S)
+        if consumer is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(consumer.stop(), timeout=30)
+        if self._producer is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._producer.stop(), timeout=10)
+            self._producer = None
+        self._account_pause()
+        self._connected = False
+        for topic, partition in list(self._lag_labels):
+            self._drop_lag(topic, partition)
+
+    def release(self, token: Hashable) -> None:
+        self._tracker.release_token(token)
+
+    def ready(self) -> bool:
+        return self._connected and not self._outage and not self._stopping
+
+    # --- main loop ----------------------------------------------------------------------------
+    async def _run(self) -> None:
+        backoff = _BACKOFF_MIN_S
+        while not self._stopping:
+            try:
+                if self._consumer is None:
+                    await self._connect()
+                    backoff = _BACKOFF_MIN_S
+                    self._recovered()
+                await self._poll_once()
+            except asyncio.CancelledError:
+                raise
+            except KafkaError as exc:
+                self._on_outage(exc)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, _BACKOFF_MAX_S)
+            except Exception as exc:  # one bad iteration never kills the source
+                self._log_once("loop", "kafka: unexpected error in the consumer loop (retrying): %r", exc,
+                               exc_info=True)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, _BACKOFF_MAX_S)
+
+    async def _connect(self) -> None:
+        consumer = AIOKafkaConsumer(
+            group_id=self._config.kafka_group_id,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",  # a new group reads what is already there: nothing lost
+            max_poll_records=_MAX_RECORDS,
+            client_id="ragmon-agent",
+            **self._client_opts,
+        )
+        consumer.subscribe(topics=list(self._config.kafka_topics), listener=_Rebalance(self))
+        try:
+            await consumer.start()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await consumer.stop()
+            raise
+        if self._config.kafka_dead_letter_topic and self._producer is None:
+            producer = AIOKafkaProducer(client_id="ragmon-agent-dlq", acks="all", **self._client_opts)
+            try:
+                await producer.start()
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    await producer.stop()
+                with contextlib.suppress(Exception):
+                    await consumer.stop()
+                raise
+            self._producer = producer
+        self._consumer = consumer
+        self._connected = True
+        log.info("kafka: consuming %s as group %r from %s", ",".join(self._config.kafka_topics),
+                 self._config.kafka_group_id, self._config.kafka_bootstrap_servers)
+
+    async def _poll_once(self) -> None:
+        consumer = self._consumer
+        assert consumer is not None and self._sink is not None
+        self._apply_backpressure(consumer)
+        batches = await consumer.getmany(timeout_ms=_POLL_TIMEOUT_MS, max_records=_MAX_RECORDS)
+        for tp, records in batches.items():
+            if tp not in consumer.assignment():
+                continue  # revoked while we were busy: its next owner reads these again
+            for record in records:
+                if self._sink.backpressure():
+                    # Stop mid-batch and re-read the rest after resuming, rather than pushing
+                    # a whole fetch (up to max_poll_records) past a full judge backlog.
+                    consumer.seek(tp, record.offset)
+                    break
+                self._handle(record)
+            await asyncio.sleep(0)  # let releases and the judge run between partitions
+        if batches:
+            self._recovered()
+        now = self._clock()
+        if now - self._last_commit >= self._config.kafka_commit_interval_s:
+            await self._commit(consumer)
+        if now - self._last_lag >= _LAG_INTERVAL_S or batches:
+            self._last_lag = now
+            await self._update_lag(consumer)
+
+    def _apply_backpressure(self, consumer: AIOKafkaConsumer) -> None:
+        assert self._sink is not None
+        if self._sink.backpressure():
+            assigned = consumer.assignment()
+            if assigned:
+                consumer.pause(*assigned)
+            if self._paused_since is None:
+                self._paused_since = self._clock()
+                log.info("kafka: judge backlog full, pausing %d partition(s)", len(assigned))
+            else:
+                self._account_pause()
+        elif self._paused_since is not None:
+            self._account_pause()
+            self._paused_since = None
+            consumer.resume(*consumer.paused())
+            log.info("kafka: judge backlog drained, resuming")
+
+    def _account_pause(self) -> None:
+        if self._paused_since is None:
+            return
+        now = self._clock()
+        self._metrics.kafka_paused.inc(max(0.0, now - self._paused_since))
+        self._paused_since = now
+
+    def _handle(self, record: ConsumerRecord[Any, Any]) -> None:
+        assert self._sink is not None
+        key: PartitionKey = (record.topic, record.partition)
+        token: Token = (record.topic, record.partition, record.offset)
+        self._tracker.track(key, record.offset)
+        self._metrics.kafka_messages.labels(record.topic).inc()
+        value: bytes = record.value or b""
+        if len(value) > self._config.kafka_max_message_bytes:
+            self._poison(record, sc.DROP_OVERSIZE_MESSAGE,
+                         f"message of {len(value)} bytes exceeds kafka_max_message_bytes "
+                         f"({self._config.kafka_max_message_bytes})")
+            return
+        try:
+            batch = decode_traces_payload(value, self._config.kafka_encoding)
+        except DecodeError as exc:
+            self._poison(record, sc.DROP_POISON_MESSAGE, f"{exc.reason}: {exc}")
+            return
+        self._metrics.requests_received.labels(self.name, "ok").inc()
+        if batch.rejected_spans:
+            self._metrics.dropped.labels(sc.DROP_MALFORMED_SPAN).inc(batch.rejected_spans)
+            self._log_once("malformed_span", "kafka: skipped malformed spans in %s[%d]@%d: %s",
+                           record.topic, record.partition, record.offset, "; ".join(batch.errors[:3]))
+        if batch.spans:
+            self._metrics.spans_received.labels(self.name).inc(len(batch.spans))
+            self._sink.submit(batch.spans, token)
+        else:
+            self._tracker.release(key, record.offset)
+
+    def _poison(self, record: ConsumerRecord[Any, Any], reason: str, error: str) -> None:
+        self._metrics.requests_received.labels(self.name, "rejected").inc()
+        self._metrics.dropped.labels(reason).inc()
+        self._metrics.kafka_dead_letters.labels(reason).inc()
+        self._log_once(f"poison:{reason}", "kafka: skipping poison message %s[%d]@%d (%s)%s",
+                       record.topic, record.partition, record.offset, error,
+                       f"; writing it to {self._config.kafka_dead_letter_topic}"
+                       if self._producer is not None else "")
+        if self._producer is None:
+            self._tracker.release((record.topic, record.partition), record.offset)
+            return
+        task = asyncio.create_task(self._dead_letter(self._producer, record, reason, error))
+        self._dlq_tasks.add(task)
+        task.add_done_callback(self._dlq_tasks.discard)
+
+    async def _dead_letter(self, producer: AIOKafkaProducer, record: ConsumerRecord[Any, Any],
+                           reason: str, error: str) -> None:
+        """Write the original bytes to the dead-letter topic; release either way so the
+        partition moves on (a DLQ failure is logged once, the drop is already counted)."""
+        topic = self._config.kafka_dead_letter_topic
+        assert topic is not None
+        headers = [
+            (DLQ_ERROR_HEADER, error.encode("utf-8", "replace")[:1000]),
+            (DLQ_REASON_HEADER, reason.encode()),
+            (DLQ_TOPIC_HEADER, record.topic.encode()),
+            (DLQ_PARTITION_HEADER, str(record.partition).encode()),
+            (DLQ_OFFSET_HEADER, str(record.offset).encode()),
+        ]
+        try:
+            fut = await asyncio.wait_for(
+                producer.send(topic, record.value, key=record.key, headers=headers),
+                timeout=_DLQ_SEND_TIMEOUT_S)
+            await asyncio.wait_for(fut, timeout=_DLQ_SEND_TIMEOUT_S)
+        except (TimeoutError, KafkaError) as exc:
+            self._log_once("dlq", "kafka: could not write to dead-letter topic %s: %r", topic, exc)
+        finally:
+            self._tracker.release((record.topic, record.partition), record.offset)
+
+    # --- offsets --------------------------------------------------------------------------------
+    async def _commit(self, consumer: AIOKafkaConsumer, keys: set[PartitionKey] | None = None) -> None:
+        self._last_commit = self._clock()
+        async with self._commit_lock:
+            assigned = {(tp.topic, tp.partition) for tp in consumer.assignment()}
+            offsets = {k: o for k, o in self._tracker.to_commit(keys).items() if k in assigned}
+            if not offsets:
+                return
+            try:
+                await consumer.commit({TopicPartition(t, p): o for (t, p), o in offsets.items()})
+            except KafkaError as exc:
+                # Not fatal: the same (or a later) offset is committed next time; a rebalance
+                # meanwhile means the new owner re-reads from the last committed offset.
+                self._metrics.kafka_commits.labels("error").inc()
+                self._on_outage(exc)
+                return
+            self._tracker.committed(offsets)
+            self._metrics.kafka_commits.labels("ok").inc()
+            self._recovered()
+
+    async def _on_revoked(self, revoked: set[TopicPartition]) -> None:
+        self._metrics.kafka_rebalances.labels("revoked").inc()
+        keys = {(tp.topic, tp.partition) for tp in revoked}
+        if not keys:
+            return
+        log.info("kafka: partitions revoked: %s", _fmt(keys))
+        if self._sink is not None:
+            try:
+                await self._sink.flush_where(lambda tok: isinstance(tok, tuple) and tok[:2] in keys,
+                                             self._config.shutdown_grace_s)
+            except Exception as exc:
+                self._log_once("flush", "kafka: flushing traces of revoked partitions failed: %r", exc)
+        if self._consumer is not None:
+            await self._commit(self._consumer, keys)
+        self._tracker.forget(keys)
+        for topic, partition in keys:
+            self._drop_lag(topic, partition)
+
+    def _on_assigned(self, assigned: set[TopicPartition]) -> None:
+        self._metrics.kafka_rebalances.labels("assigned").inc()
+        if assigned:
+            log.info("kafka: partitions assigned: %s", _fmt({(tp.topic, tp.partition) for tp in assigned}))
+
+    # --- lag ------------------------------------------------------------------------------------
+    async def _update_lag(self, consumer: AIOKafkaConsumer) -> None:
+        for tp in consumer.assignment():
+            highwater = consumer.highwater(tp)
+            if highwater is None:
+                continue
+            try:
+                position = await asyncio.wait_for(consumer.position(tp), timeout=1.0)
+            except (TimeoutError, KafkaError, AssertionError):
+                continue
+            self._metrics.kafka_lag.labels(tp.topic, str(tp.partition)).set(max(0, highwater - position))
+            self._lag_labels.add((tp.topic, tp.partition))
+
+    def _drop_lag(self, topic: str, partition: int) -> None:
+        self._lag_labels.discard((topic, partition))
+        with contextlib.suppress(KeyError):
+            self._metrics.kafka_lag.remove(topic, str(partition))
+
+    # --- logging --------------------------------------------------------------------------------
+    def _on_outage(self, exc: BaseException) -> None:
+        if not self._outage:
+            self._outage = True
+            log.warning("kafka: broker %s unavailable or failing, retrying with backoff: %r",
+                        self._config.kafka_bootstrap_servers, exc)
+
+    def _recovered(self) -> None:
+        if self._outage:
+            self._outage = False
+            log.info("kafka: broker %s reachable again", self._config.kafka_bootstrap_servers)
+
+    def _log_once(self, key: str, msg: str, *args: Any, exc_info: bool = False) -> None:
+        if key in self._logged:
+            log.debug(msg, *args)
+            return
+        self._logged.add(key)
+        log.warning(msg, *args, exc_info=exc_info)
+
+    # --- introspection (tests, /readyz) ---------------------------------------------------------
+    @property
+    def pending_messages(self) -> int:
+        """Messages handed to the agent and not yet released."""
+        return self._tracker.pending()
+
+    def safe_offsets(self) -> dict[PartitionKey, int | None]:
+        return {key: self._tracker.safe_offset(key) for key in self._tracker.partitions()}
+
+
+def _fmt(keys: set[PartitionKey]) -> str:
+    return ", ".join(f"{t}[{p}]" for t, p in sorted(keys))
