@@ -1,0 +1,64 @@
+"""BM25 retrieval over the bundled corpus (``rank-bm25``), plus the off-topic search
+the demo uses to simulate a retrieval miss."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+import numpy as np
+from rank_bm25 import BM25Okapi
+
+from .corpus import Corpus, KbDocument
+from .text import content_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One retrieved article with its BM25 score and 0-based rank."""
+
+    document: KbDocument
+    score: float
+    rank: int
+
+    def as_dict(self) -> dict[str, object]:
+        """The shape handed to ``@ragmon.retriever`` (its document adapter reads these keys)."""
+        return {
+            "id": self.document.id,
+            "content": self.document.text,
+            "score": round(self.score, 4),
+            "metadata": {"title": self.document.title, "topic": self.document.topic},
+        }
+
+
+class Bm25Retriever:
+    """Okapi BM25 over title + text of every article."""
+
+    def __init__(self, corpus: Corpus) -> None:
+        self._docs = corpus.documents
+        self._bm25 = BM25Okapi([content_tokens(f"{d.title} {d.text}") for d in self._docs])
+
+    def _scores(self, query: str) -> np.ndarray:
+        terms = content_tokens(query)
+        if not terms:
+            return np.zeros(len(self._docs))
+        return np.asarray(self._bm25.get_scores(terms), dtype=float)
+
+    def search(self, query: str, k: int = 3) -> list[Hit]:
+        """The top ``k`` articles, best first (ties broken by corpus order: deterministic)."""
+        scores = self._scores(query)
+        order = sorted(range(len(self._docs)), key=lambda i: (-scores[i], i))[:k]
+        return [Hit(self._docs[i], float(scores[i]), rank) for rank, i in enumerate(order)]
+
+    def search_off_topic(self, query: str, rng: random.Random, k: int = 3) -> list[Hit]:
+        """``k`` articles from topics the query's best match is not about, as a broken
+        index or a wrong embedding model would return them (their real, low BM25 scores)."""
+        scores = self._scores(query)
+        best_topic = self._docs[int(np.argmax(scores))].topic
+        pool = [i for i, d in enumerate(self._docs) if d.topic != best_topic and scores[i] <= 0.0]
+        if len(pool) < k:  # every article matched a word: fall back to the lowest scores
+            pool = sorted(
+                (i for i, d in enumerate(self._docs) if d.topic != best_topic), key=lambda i: scores[i]
+            )[: max(k, 2 * k)]
+        chosen = sorted(rng.sample(pool, k), key=lambda i: (-scores[i], i))
+        return [Hit(self._docs[i], float(scores[i]), rank) for rank, i in enumerate(chosen)]
