@@ -176,8 +176,9 @@ def render(view: DemoView, *, color: bool = False, width: int = 100) -> str:
 def _scores_table(view: DemoView, st: _Style) -> list[str]:
     snap = view.tracker
     thr = view.thresholds
-    lines = [st.bold("Scores by injected failure") + "   mean judge score over scored traces (1 = good; "
-             f"▼ = below the diagnosis threshold, {thr[sc.METRIC_FAITHFULNESS]:.2f} by default)"]
+    levels = sorted({f"{v:.2f}" for v in thr.values()})
+    lines = [st.bold("Scores by injected failure") + "   mean judge score of the scored traces "
+             f"(1 = good; ▼ = below the diagnosis threshold {'/'.join(levels)})"]
     lines.append(f"  {'injected':<15} {'sent':>5} {'scored':>6}  {'faithfulness':>13} {'answer relevancy':>17} "
                  f"{'context precision':>18}  {'retrieval P95':>13}")
     for kind in FailureKind:
@@ -196,7 +197,7 @@ def _scores_table(view: DemoView, st: _Style) -> list[str]:
         lines.append(f"  {kind.value:<15} {ks.sent:>5} {ks.scored:>6}  {cells[0]} {cells[1]} {cells[2]}  "
                      f"{_seconds(ks.retrieval_p95_s):>13}")
     if snap.unmatched_scored:
-        lines.append(st.dim(f"  ({snap.unmatched_scored} scored traces came from another app on this agent)"))
+        lines.append(st.dim(f"  ({snap.unmatched_scored} scored trace(s) came from another app on this agent)"))
     return lines
 
 
@@ -206,8 +207,7 @@ def _caught(view: DemoView, st: _Style) -> list[str]:
     for kind in INJECTED_KINDS:
         ks = snap.kinds[kind]
         if kind is FailureKind.SLOW_RETRIEVAL:
-            how = (f"retrieval took ≥ {view.slow_threshold_s:.2f} s "
-                   "(ragmon_retrieval_latency_seconds; latency is measured on every trace)")
+            how = f"retrieval took ≥ {view.slow_threshold_s:.2f} s (ragmon_retrieval_latency_seconds)"
         else:
             verdicts = "/".join(sorted(EXPECTED_VERDICTS[kind]))
             metric = SIGNAL_METRIC[kind]
@@ -228,13 +228,15 @@ def _caught(view: DemoView, st: _Style) -> list[str]:
 def _look_next(view: DemoView, st: _Style, width: int) -> list[str]:
     lines = [st.bold("Look next")]
     if view.metrics_url:
+        pad = " " * (len(view.metrics_url) + 11)
         lines.append(f"  {view.metrics_url}/metrics   what Prometheus scrapes: ragmon_score_ratio, "
-                     "ragmon_retrieval_latency_p95_seconds, ragmon_traces_*_total, ragmon_diagnosis_total")
+                     "ragmon_diagnosis_total,")
+        lines.append(f"  {pad}ragmon_retrieval_latency_p95_seconds, ragmon_traces_*_total")
         if view.mode == "inprocess":
             lines.append(f"  {view.metrics_url}/worst     the lowest-scored traces with question, answer "
                          "and why (while the demo runs)")
-    lines.append("  Your own app: decorate it with @ragmon.pipeline/retriever/generator, call ragmon.init(), "
-                 "and run `ragmon agent` beside it (see README).")
+    lines.append("  Your own app: call ragmon.init(), decorate it with @ragmon.pipeline/retriever/generator,")
+    lines.append("  and run `ragmon agent` beside it (see the README).")
     return lines
 
 
