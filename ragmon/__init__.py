@@ -13,15 +13,19 @@ The agent (``ragmon agent``) and the judges live in submodules that the SDK neve
 
 from ._version import __version__
 from .sdk.decorators import generator, pipeline, retriever
-from .sdk.manual import record_feedback, span
+from .sdk.manual import current_span, current_trace_id, record_feedback, span
 from .sdk.setup import init, shutdown
+from .sdk.spans import RagSpan
 from .types import Document, RagTrace, Scores
 
 __all__ = [
     "Document",
+    "RagSpan",
     "RagTrace",
     "Scores",
     "__version__",
+    "current_span",
+    "current_trace_id",
     "generator",
     "init",
     "pipeline",

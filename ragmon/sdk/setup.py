@@ -1,4 +1,376 @@
-"""Placeholder: the SDK helper replaces this module."""
-def init(*a, **kw):  # type: ignore[no-untyped-def]
-    raise NotImplementedError
-shutdown = init
+"""``ragmon.init()`` and ``ragmon.shutdown()``: where ragmon's spans go.
+
+Which TracerProvider carries ragmon's spans:
+
+1. ``tracer_provider=`` given: that one.
+2. Else, the application already set an OpenTelemetry SDK ``TracerProvider`` as the global one:
+   ragmon **joins it** instead of replacing it. Its spans then sit inside the application's
+   traces (same trace ids, correct parents, visible in the application's own backend, sampled by
+   its sampler, resource from its provider), and ragmon adds one span processor that sends
+   **only ragmon's spans** (instrumentation scope ``ragmon``) to ragmon's exporter; the
+   application's other spans are not shipped to the ragmon agent.
+3. Else, nobody configured OpenTelemetry: ragmon builds its own ``TracerProvider`` (resource
+   with ``service.name``) and, with ``set_global=True`` (default), makes it the global one so
+   the application's other instrumentation joins the same traces.
+4. Else (a global provider that is not the SDK's, e.g. a vendor's): ragmon uses a private
+   provider of its own; spans still join the active trace through the OpenTelemetry context.
+
+In every case ragmon's own tracer gets an attribute-count limit big enough for
+``max_documents`` documents (the SDK default of 128 attributes would silently drop documents
+from a 30-document retrieval); other tracers keep their limits.
+
+``init()`` may be called again: the previous exporter is flushed and detached first, so spans
+are never exported twice. ``shutdown()`` flushes and detaches; it never shuts down a provider
+that belongs to the application.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import weakref
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+
+from .. import semconv as sc
+from .._version import __version__
+from ..errors import ConfigError
+from . import _runtime
+
+logger = logging.getLogger("ragmon.sdk")
+
+EXPORTERS = ("otlp", "console", "none", "kafka")
+DEFAULT_EXPORTER = "otlp"
+DEFAULT_OTLP_ENDPOINT = "http://127.0.0.1:4318/v1/traces"
+_OTLP_ENDPOINT_ENVS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+ENV_KAFKA_BOOTSTRAP = "RAGMON_KAFKA_BOOTSTRAP_SERVERS"
+ENV_KAFKA_TOPIC = "RAGMON_KAFKA_TOPIC"
+ENV_KAFKA_TOPICS = "RAGMON_KAFKA_TOPICS"
+
+
+class RagmonSpanProcessor(SpanProcessor):
+    """ragmon's one processor per provider: forwards spans to the current exporter pipeline.
+
+    Its delegates are swapped by ``init()``/``shutdown()`` (an SDK provider cannot remove a
+    processor), which is what keeps a second ``init()`` from exporting twice. With
+    ``only_scope`` set it forwards only spans of that instrumentation scope. A delegate that
+    raises is counted and logged once, never propagated into the application's ``span.end()``.
+    """
+
+    def __init__(self, only_scope: str | None) -> None:
+        self._only_scope = only_scope
+        self._delegates: tuple[SpanProcessor, ...] = ()
+
+    @property
+    def delegates(self) -> tuple[SpanProcessor, ...]:
+        return self._delegates
+
+    def set_delegates(self, delegates: Sequence[SpanProcessor]) -> None:
+        self._delegates = tuple(delegates)
+
+    def _wanted(self, span: ReadableSpan) -> bool:
+        if self._only_scope is None:
+            return True
+        scope = span.instrumentation_scope
+        return scope is not None and scope.name == self._only_scope
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        delegates = self._delegates
+        if delegates and self._wanted(span):
+            for delegate in delegates:
+                try:
+                    delegate.on_start(span, parent_context=parent_context)
+                except Exception as exc:
+                    _runtime.internal_error("span_processor", exc)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        delegates = self._delegates
+        if delegates and self._wanted(span):
+            for delegate in delegates:
+                try:
+                    delegate.on_end(span)
+                except Exception as exc:
+                    _runtime.internal_error("span_processor", exc)
+
+    def shutdown(self) -> None:
+        delegates, self._delegates = self._delegates, ()
+        for delegate in delegates:
+            try:
+                delegate.shutdown()
+            except Exception as exc:
+                _runtime.internal_error("span_processor_shutdown", exc)
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        ok = True
+        for delegate in self._delegates:
+            try:
+                ok = bool(delegate.force_flush(timeout_millis)) and ok
+            except Exception as exc:
+                _runtime.internal_error("span_processor_flush", exc)
+                ok = False
+        return ok
+
+
+class _State:
+    def __init__(self) -> None:
+        self.processor: RagmonSpanProcessor | None = None  # the one carrying our delegates now
+        self.provider: Any = None  # provider ragmon's spans go to now
+        self.exporter: SpanExporter | None = None
+        self.owned_provider: TracerProvider | None = None  # built by ragmon
+        self.owned_is_global = False
+        self.atexit_registered = False
+
+
+_STATE = _State()
+_PROCESSORS: weakref.WeakKeyDictionary[Any, RagmonSpanProcessor] = weakref.WeakKeyDictionary()
+
+
+# --- settings -------------------------------------------------------------------------------------
+def _settings(content_rate: float | None, redact: Any, max_field_chars: int | None,
+              max_documents: int | None, enabled: bool | None) -> _runtime.SdkSettings:
+    if content_rate is not None and not (isinstance(content_rate, int | float) and 0.0 <= content_rate <= 1.0):
+        raise ConfigError("content_rate", f"must be a number in [0, 1], got {content_rate!r}")
+    if max_field_chars is not None and (not isinstance(max_field_chars, int)
+                                        or max_field_chars < _runtime.MIN_FIELD_CHARS):
+        raise ConfigError("max_field_chars", f"must be an int >= {_runtime.MIN_FIELD_CHARS}, got {max_field_chars!r}")
+    if max_documents is not None and (not isinstance(max_documents, int) or max_documents < 1):
+        raise ConfigError("max_documents", f"must be an int >= 1, got {max_documents!r}")
+    if redact is not None and not callable(redact):
+        raise ConfigError("redact", f"must be callable(field_name, text) -> str | None, got {redact!r}")
+    base = _runtime.settings_from_env()
+    return _runtime.with_overrides(
+        base,
+        enabled=enabled,
+        content_rate=float(content_rate) if content_rate is not None else None,
+        max_field_chars=max_field_chars,
+        max_documents=max_documents,
+        redact=redact,
+    )
+
+
+def _exporter_name(exporter: str | None) -> str:
+    if exporter is not None:
+        name = str(exporter).strip().lower()
+        if name not in EXPORTERS:
+            raise ConfigError("exporter", f"must be one of {', '.join(EXPORTERS)}; got {exporter!r}")
+        return name
+    raw = os.environ.get(_runtime.ENV_EXPORTER, "").strip().lower()
+    if not raw:
+        return DEFAULT_EXPORTER
+    if raw not in EXPORTERS:
+        logger.warning("ragmon SDK: ignoring %s=%r (expected one of %s); using %s",
+                       _runtime.ENV_EXPORTER, raw, ", ".join(EXPORTERS), DEFAULT_EXPORTER)
+        return DEFAULT_EXPORTER
+    return raw
+
+
+def otlp_endpoint(endpoint: str | None) -> str | None:
+    """Explicit endpoint > OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT (resolved by the SDK: None) >
+    the local agent on 127.0.0.1 (not ``localhost``, which may resolve to IPv6 first)."""
+    if endpoint:
+        return endpoint
+    if any(os.environ.get(name) for name in _OTLP_ENDPOINT_ENVS):
+        return None
+    return DEFAULT_OTLP_ENDPOINT
+
+
+def build_exporter(name: str, endpoint: str | None, kafka_options: Mapping[str, Any]) -> SpanExporter | None:
+    if name == "none":
+        return None
+    if name == "console":
+        from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+
+        return ConsoleSpanExporter()
+    if name == "kafka":
+        from .kafka_exporter import KafkaSpanExporter  # lazy: aiokafka only for Kafka users
+
+        options = dict(kafka_options)
+        options.setdefault("bootstrap_servers", os.environ.get(ENV_KAFKA_BOOTSTRAP, "127.0.0.1:9092"))
+        topic = os.environ.get(ENV_KAFKA_TOPIC) or os.environ.get(ENV_KAFKA_TOPICS, "").split(",")[0].strip()
+        if topic:
+            options.setdefault("topic", topic)
+        exporter: SpanExporter = KafkaSpanExporter(**options)
+        return exporter
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    return OTLPSpanExporter(endpoint=otlp_endpoint(endpoint))
+
+
+# --- provider ------------------------------------------------------------------------------------
+def _resource(service_name: str | None) -> Resource:
+    attrs: dict[str, Any] = {sc.RAGMON_SDK_VERSION: __version__}
+    if service_name:
+        attrs[sc.SERVICE_NAME] = service_name  # explicit > OTEL_SERVICE_NAME > unknown_service
+    return Resource.create(attrs)
+
+
+def _resolve_provider(tracer_provider: Any, service_name: str | None, set_global: bool) -> tuple[Any, bool]:
+    """(provider, owned by ragmon?)."""
+    if tracer_provider is not None:
+        return tracer_provider, tracer_provider is _STATE.owned_provider
+    current = trace.get_tracer_provider()
+    if _STATE.owned_provider is not None and current is _STATE.owned_provider:
+        if service_name and current.resource.attributes.get(sc.SERVICE_NAME) != service_name:
+            logger.warning("ragmon SDK: the global TracerProvider ragmon installed keeps service.name=%r; "
+                           "a later init() cannot change it", current.resource.attributes.get(sc.SERVICE_NAME))
+        return current, True
+    if isinstance(current, TracerProvider):
+        if service_name and current.resource.attributes.get(sc.SERVICE_NAME) != service_name:
+            logger.info("ragmon SDK: joining the application's TracerProvider; its resource "
+                        "(service.name=%r) applies to ragmon's spans", current.resource.attributes.get(sc.SERVICE_NAME))
+        return current, False
+    provider = TracerProvider(resource=_resource(service_name))
+    is_proxy = isinstance(current, trace.ProxyTracerProvider)
+    if set_global and is_proxy:
+        trace.set_tracer_provider(provider)
+        _STATE.owned_is_global = trace.get_tracer_provider() is provider
+    else:
+        _STATE.owned_is_global = False
+        if not is_proxy:
+            logger.info("ragmon SDK: the global TracerProvider is not the OpenTelemetry SDK's (%s); "
+                        "ragmon uses a private provider", type(current).__name__)
+    _STATE.owned_provider = provider
+    return provider, True
+
+
+def _processor_for(provider: Any, owned: bool) -> RagmonSpanProcessor | None:
+    processor = _PROCESSORS.get(provider)
+    if processor is None:
+        add = getattr(provider, "add_span_processor", None)
+        if add is None:
+            return None
+        processor = RagmonSpanProcessor(None if owned else _runtime.TRACER_NAME)
+        add(processor)
+        _PROCESSORS[provider] = processor
+    return processor
+
+
+# --- public -----------------------------------------------------------------------------------------
+def init(
+    service_name: str | None = None,
+    *,
+    exporter: str | None = None,
+    endpoint: str | None = None,
+    content_rate: float | None = None,
+    redact: _runtime.RedactHook | None = None,
+    max_field_chars: int | None = None,
+    max_documents: int | None = None,
+    span_processor: SpanProcessor | None = None,
+    tracer_provider: Any = None,
+    set_global: bool = True,
+    enabled: bool | None = None,
+    **kafka_options: Any,
+) -> Any:
+    """Configure ragmon's SDK; returns the TracerProvider ragmon's spans go to (None when disabled).
+
+    Args:
+        service_name: ``service.name`` of the resource ragmon creates (else ``OTEL_SERVICE_NAME``).
+        exporter: ``otlp`` (default), ``console``, ``none`` or ``kafka``; env ``RAGMON_SDK_EXPORTER``.
+        endpoint: OTLP/HTTP traces URL; else ``OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT``; else
+            ``http://127.0.0.1:4318/v1/traces`` (the local ragmon agent). Other ``OTEL_EXPORTER_OTLP_*``
+            and ``OTEL_BSP_*`` variables are honoured by the OpenTelemetry SDK itself.
+        content_rate: fraction of traces, by trace id, that carry text; env ``RAGMON_SDK_CONTENT_RATE``.
+        redact: ``hook(field_name, text) -> str | None`` run on every text field before it is
+            attached; ``None`` drops the text; a hook that raises drops it too (fail closed).
+        max_field_chars: cap per text field (env ``RAGMON_SDK_MAX_FIELD_CHARS``), cut text is marked.
+        max_documents: most documents recorded per retriever span (env ``RAGMON_SDK_MAX_DOCUMENTS``).
+        span_processor: an extra processor for ragmon's spans (e.g. a ``SimpleSpanProcessor`` over
+            an in-memory exporter in tests); added next to the exporter's, use ``exporter="none"`` alone.
+        tracer_provider: use this provider instead of the global one (see the module docstring).
+        set_global: when ragmon builds its own provider, make it OpenTelemetry's global provider.
+        enabled: kill switch (env ``RAGMON_SDK_ENABLED``); False makes every decorator a plain call.
+        **kafka_options: passed to ``KafkaSpanExporter`` when ``exporter="kafka"``.
+
+    Bad explicit arguments raise :class:`ragmon.errors.ConfigError` at once; a bad environment
+    value is logged and its default used; an exporter that cannot be built is logged and
+    ragmon runs without it. Nothing here blocks.
+    """
+    settings = _settings(content_rate, redact, max_field_chars, max_documents, enabled)
+    name = _exporter_name(exporter)
+    if kafka_options and name != "kafka":
+        raise TypeError(f"init() got unexpected keyword arguments {sorted(kafka_options)} "
+                        f"(Kafka options need exporter='kafka')")
+    runtime = _runtime.RUNTIME
+    with runtime.lock:
+        _detach_locked()
+        if not settings.enabled:
+            runtime.configure(settings, None)
+            logger.info("ragmon SDK disabled (%s); decorators are plain calls", _runtime.ENV_ENABLED)
+            return None
+        try:
+            span_exporter = build_exporter(name, endpoint, kafka_options)
+        except Exception as exc:
+            _runtime.internal_error("exporter_setup", exc, f"exporter {name!r} unavailable, spans not exported")
+            span_exporter = None
+        provider, owned = _resolve_provider(tracer_provider, service_name, set_global)
+        delegates: list[SpanProcessor] = []
+        if span_exporter is not None:
+            delegates.append(BatchSpanProcessor(span_exporter))
+        if span_processor is not None:
+            delegates.append(span_processor)
+        processor = _processor_for(provider, owned)
+        if processor is not None:
+            processor.set_delegates(delegates)
+        elif delegates:
+            logger.warning("ragmon SDK: %s cannot take span processors; ragmon's exporter is not attached",
+                           type(provider).__name__)
+        tracer = _runtime.raise_attribute_limit(provider.get_tracer(_runtime.TRACER_NAME, __version__), settings)
+        _STATE.processor = processor
+        _STATE.provider = provider
+        _STATE.exporter = span_exporter
+        runtime.configure(settings, tracer)
+        if not _STATE.atexit_registered:
+            atexit.register(shutdown)
+            _STATE.atexit_registered = True
+        return provider
+
+
+def _detach_locked(timeout_millis: int = 30_000) -> bool:
+    ok = True
+    processor = _STATE.processor
+    if processor is not None:
+        ok = processor.force_flush(timeout_millis)
+        processor.shutdown()  # shuts down and forgets its delegates; stays attached but empty
+    owned = _STATE.owned_provider
+    if owned is not None and _STATE.provider is owned and not _STATE.owned_is_global:
+        owned.shutdown()  # a private provider of ours: nobody else uses it
+        _PROCESSORS.pop(owned, None)
+        _STATE.owned_provider = None
+    _STATE.processor = None
+    _STATE.provider = None
+    _STATE.exporter = None
+    return ok
+
+
+def shutdown(timeout_millis: int = 30_000) -> bool:
+    """Flush ragmon's pending spans and detach its exporter. Safe to call twice; never raises.
+
+    Returns False when the flush did not complete in time. The application's own provider
+    (if ragmon joined one) is left running.
+    """
+    runtime = _runtime.RUNTIME
+    try:
+        with runtime.lock:
+            ok = _detach_locked(timeout_millis)
+            runtime.configure(runtime.settings, None)
+            return ok
+    except Exception as exc:
+        _runtime.internal_error("shutdown", exc)
+        return False
+
+
+def active_exporter() -> SpanExporter | None:
+    """The exporter the last ``init()`` built (None for ``exporter="none"`` or before init)."""
+    return _STATE.exporter
+
+
+def active_provider() -> Any:
+    """The TracerProvider ragmon's spans go to since the last ``init()``."""
+    return _STATE.provider
