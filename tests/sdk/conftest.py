@@ -1,0 +1,81 @@
+"""SDK test fixtures: a real TracerProvider with an in-memory exporter, and clean global state.
+
+OpenTelemetry allows the global TracerProvider to be set once per process. Tests that need a
+global provider use ``fresh_global_otel``, which swaps the API module's private slots and puts
+the previous ones back afterwards; every other test hands ragmon a private provider.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.util._once import Once
+
+import ragmon
+from ragmon.sdk import _runtime, setup
+
+SDK_ENV = (
+    _runtime.ENV_ENABLED, _runtime.ENV_EXPORTER, _runtime.ENV_CONTENT_RATE, _runtime.ENV_MAX_FIELD_CHARS,
+    _runtime.ENV_MAX_DOCUMENTS, "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", "OTEL_ATTRIBUTE_COUNT_LIMIT", "OTEL_SERVICE_NAME",
+    "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", "OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT",
+)
+
+
+@pytest.fixture(autouse=True)
+def clean_sdk(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for name in SDK_ENV:
+        monkeypatch.delenv(name, raising=False)
+    _runtime.RUNTIME.reset()
+    yield
+    ragmon.shutdown()
+    setup._STATE.owned_provider = None
+    setup._STATE.owned_is_global = False
+    _runtime.RUNTIME.reset()
+
+
+class Spans:
+    """The in-memory exporter plus lookups by span name."""
+
+    def __init__(self, exporter: InMemorySpanExporter) -> None:
+        self.exporter = exporter
+
+    def all(self) -> tuple[ReadableSpan, ...]:
+        return self.exporter.get_finished_spans()
+
+    def one(self, name: str) -> ReadableSpan:
+        found = [s for s in self.all() if s.name == name]
+        assert len(found) == 1, f"expected one span {name!r}, got {[s.name for s in self.all()]}"
+        return found[0]
+
+    def clear(self) -> None:
+        self.exporter.clear()
+
+
+def init_memory(**kwargs: object) -> Spans:
+    exporter = InMemorySpanExporter()
+    ragmon.init(service_name="test-svc", exporter="none", span_processor=SimpleSpanProcessor(exporter),
+                set_global=False, **kwargs)  # type: ignore[arg-type]
+    return Spans(exporter)
+
+
+@pytest.fixture
+def spans() -> Spans:
+    return init_memory()
+
+
+@pytest.fixture
+def fresh_global_otel() -> Iterator[None]:
+    saved = (trace._TRACER_PROVIDER, trace._TRACER_PROVIDER_SET_ONCE)
+    trace._TRACER_PROVIDER = None
+    trace._TRACER_PROVIDER_SET_ONCE = Once()
+    try:
+        yield
+    finally:
+        ragmon.shutdown()
+        trace._TRACER_PROVIDER, trace._TRACER_PROVIDER_SET_ONCE = saved
