@@ -8,6 +8,7 @@ sends its traces to it through ragmon's own SDK. The CLI calls ``add_arguments``
 from __future__ import annotations
 
 import argparse
+import sys
 
 from .failures import DEFAULT_SHARES, FailureKind
 
@@ -80,11 +81,12 @@ def run(args: argparse.Namespace) -> int:
     from .runner import DemoOptions, run_demo
 
     if args.agent == "external" and not args.otlp_endpoint:
-        print("ragmon demo: --agent external needs --otlp-endpoint URL")
+        print("ragmon demo: --agent external needs --otlp-endpoint URL", file=sys.stderr)
         return 2
     shares = {kind: getattr(args, flag.lstrip("-").replace("-", "_")) for kind, (flag, _) in _SHARE_FLAGS.items()}
     if sum(shares.values()) > 1.0:
-        print(f"ragmon demo: the failure shares add up to {sum(shares.values()):.2f}, more than 1")
+        print(f"ragmon demo: the failure shares add up to {sum(shares.values()):.2f}, more than 1",
+              file=sys.stderr)
         return 2
     # Keep the live screen readable: the agent's info logs would scroll it away.
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")

@@ -184,20 +184,22 @@ _CHANGES = (("number", _change_number, 0.5), ("name", _change_name, 0.3), ("nega
 
 def contradict(answer: str, rng: random.Random) -> Contradiction:
     """Change exactly one fact in one sentence of ``answer`` (a number, a name or a
-    negation), keeping everything else word for word — a realistic hallucination."""
+    negation), keeping everything else word for word — a realistic hallucination.
+    The kind of change is drawn first (numbers 50 %, names 30 %, negations 20 % when the
+    answer allows all three), then the sentence."""
     parts = sentences(answer)
-    options = []  # (weight, sentence index, change name, (new sentence, original, replacement))
+    by_change: dict[str, list[tuple[int, tuple[str, str, str]]]] = {}
     for index, sentence in enumerate(parts):
-        for change, fn, weight in _CHANGES:
+        for change, fn, _ in _CHANGES:
             result = fn(sentence, random.Random(rng.random()))
             if result is not None and result[0] != sentence:
-                options.append((weight, index, change, result))
-    if not options:
+                by_change.setdefault(change, []).append((index, result))
+    if not by_change:
         # No fact to twist: state the opposite outright.
         return Contradiction(answer + " This does not apply to your plan.", "negation", "", "does not apply")
-    _, index, change, (new_sentence, original, replacement) = rng.choices(
-        options, weights=[o[0] for o in options]
-    )[0]
+    available = [(change, weight) for change, _, weight in _CHANGES if change in by_change]
+    change = rng.choices([c for c, _ in available], weights=[w for _, w in available])[0]
+    index, (new_sentence, original, replacement) = rng.choice(by_change[change])
     parts[index] = new_sentence
     return Contradiction(" ".join(parts), change, original, replacement)
 

@@ -1,0 +1,155 @@
+"""End to end: ``ragmon demo`` as a user runs it — a real subprocess with the in-process agent,
+the real SDK exporting OTLP over HTTP, the offline local judge — checked on its /metrics while
+it runs and on its final summary (text and JSON)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.helpers.scrape import Scrape
+
+SERVICE = {"service": "ragmon-demo"}
+EXIT_TIMEOUT_S = 150  # 8 s of traffic, then flushing and judging what is left, on a busy 2-core box
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _start_demo(tmp_path: Path, *args: str) -> tuple[subprocess.Popen[str], int, Path]:
+    metrics_port = _free_port()
+    summary = tmp_path / "summary.json"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "NO_COLOR": "1"}
+    env.pop("RAGMON_SAMPLER_RATE", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ragmon", "demo", "--metrics-port", str(metrics_port),
+         "--receiver-port", str(_free_port()), "--summary-json", str(summary), *args],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+    )
+    return proc, metrics_port, summary
+
+
+def _scrape_until(proc: subprocess.Popen[str], port: int, ready) -> Scrape:  # type: ignore[no-untyped-def]
+    """Scrape /metrics while the demo runs until ``ready(scrape)``; fail if the demo exits first."""
+    last: Scrape | None = None
+    while proc.poll() is None:
+        try:
+            response = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5)
+            last = Scrape(response.text)
+            if ready(last):
+                return last
+        except httpx.TransportError:
+            pass  # the agent is still loading its model
+        time.sleep(0.3)
+    out = proc.stdout.read() if proc.stdout else ""
+    pytest.fail(f"demo exited (rc={proc.returncode}) before /metrics showed scores; last scrape: "
+                f"{last.text[-500:] if last else None}\n{out[-3000:]}")
+
+
+def _finish(proc: subprocess.Popen[str]) -> str:
+    try:
+        out, _ = proc.communicate(timeout=EXIT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+        pytest.fail(f"demo did not exit in time:\n{out[-3000:]}")
+    assert proc.returncode == 0, out[-3000:]
+    return out
+
+
+def test_demo_runs_scores_and_separates_injected_failures(tmp_path: Path) -> None:
+    proc, port, summary_path = _start_demo(
+        tmp_path, "--duration", "8", "--rate", "6", "--seed", "3", "--sample-rate", "1.0",
+        "--contradiction-share", "0.3", "--retrieval-miss-share", "0.15", "--off-topic-share", "0.1",
+        "--slow-retrieval-share", "0.1",
+    )
+    try:
+        live = _scrape_until(proc, port, lambda s: s.value("ragmon_score_ratio_count", **SERVICE) > 0)
+        # While it runs: traces arrive over OTLP, are scored, and are labelled with the demo's service.
+        assert live.value("ragmon_traces_received_total", **SERVICE) > 0
+        assert live.value("ragmon_traces_scored_total", **SERVICE, judge="local") > 0
+        metrics = {lab["metric"] for lab in live.labelsets("ragmon_score_ratio_count")}
+        assert metrics == {"faithfulness", "answer_relevancy", "context_precision"}
+        assert {lab["pipeline"] for lab in live.labelsets("ragmon_traces_received_total")} == {"support_bot"}
+        out = _finish(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+    # The final summary a newcomer reads.
+    for section in ("What you are looking at", "final summary", "Traffic", "Agent", "Scores by injected failure",
+                    "Caught?", "false alarms", "Look next", f"http://127.0.0.1:{port}/metrics"):
+        assert section in out, section
+    assert "Ran 8 s (finished)" in out
+    summary = json.loads(summary_path.read_text())
+    agent, kinds = summary["agent"], summary["kinds"]
+    sent = sum(k["sent"] for k in kinds.values())
+    assert sent >= 30  # ~6/s for 8 s
+    assert summary["app_errors"] == 0
+    # Every request's trace reached the agent and is accounted for; at sample rate 1 all are scored.
+    assert agent["received"] == sent
+    assert agent["scored"] + sum(agent["skipped"].values()) + sum(agent["failed"].values()) == agent["received"]
+    assert agent["scored"] == agent["received"]
+    assert sum(k["scored"] for k in kinds.values()) == agent["scored"]
+    assert sum(agent["verdicts"].values()) == agent["scored"]
+    assert agent["retrieval_p95_s"] > 0
+    for kind in ("healthy", "contradiction", "retrieval_miss", "off_topic"):
+        assert kinds[kind]["scored"] > 0, kind
+    healthy = kinds["healthy"]["means"]
+    # The judge separates each broken kind from healthy traffic on the score that should drop.
+    assert kinds["contradiction"]["means"]["faithfulness"] < healthy["faithfulness"]
+    assert kinds["retrieval_miss"]["means"]["context_precision"] < healthy["context_precision"] - 0.3
+    assert kinds["off_topic"]["means"]["answer_relevancy"] < healthy["answer_relevancy"] - 0.3
+    assert kinds["retrieval_miss"]["caught"] >= 0.8 * kinds["retrieval_miss"]["scored"]
+    assert kinds["off_topic"]["caught"] >= 0.8 * kinds["off_topic"]["scored"]
+    assert kinds["healthy"]["flagged"] <= 0.2 * kinds["healthy"]["scored"]
+    # Slow retrievals are seen by latency, which the agent measures on every trace.
+    assert agent["retrieval_p95_s"] >= 0.5 or kinds["slow_retrieval"]["sent"] < 0.05 * sent
+    if kinds["slow_retrieval"]["scored"]:
+        assert kinds["slow_retrieval"]["caught"] == kinds["slow_retrieval"]["scored"]
+
+
+def test_ctrl_c_stops_early_and_still_prints_the_final_summary(tmp_path: Path) -> None:
+    proc, port, summary_path = _start_demo(tmp_path, "--duration", "300", "--rate", "4")
+    try:
+        _scrape_until(proc, port, lambda s: s.value("ragmon_traces_received_total", **SERVICE) >= 4)
+        proc.send_signal(signal.SIGINT)
+        out = _finish(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert "stopped early (Ctrl-C)" in out
+    assert "Caught?" in out
+    summary = json.loads(summary_path.read_text())
+    assert summary["stopped_early"] is True
+    assert summary["elapsed_s"] < 300
+    assert summary["agent"]["received"] >= 4
+
+
+def test_bad_flags_fail_with_a_clear_message() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "ragmon", "demo", "--contradiction-share", "0.9", "--off-topic-share", "0.5"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 2
+    assert "failure shares add up to 1.58, more than 1" in result.stderr
+    result = subprocess.run(
+        [sys.executable, "-m", "ragmon", "demo", "--agent", "external"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 2
+    assert "--agent external needs --otlp-endpoint" in result.stderr
