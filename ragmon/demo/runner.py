@@ -186,6 +186,8 @@ class DemoRunner:
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
         # Send what the SDK still buffers, then let the agent judge it.
+        if not self.live:
+            self._say(f"ragmon demo: traffic done after {elapsed:.0f} s; waiting for the agent to judge the rest …")
         await asyncio.to_thread(ragmon.shutdown)
         refresh.cancel()
         with contextlib.suppress(asyncio.CancelledError):

@@ -177,8 +177,8 @@ def _scores_table(view: DemoView, st: _Style) -> list[str]:
     snap = view.tracker
     thr = view.thresholds
     levels = sorted({f"{v:.2f}" for v in thr.values()})
-    lines = [st.bold("Scores by injected failure") + "   mean judge score of the scored traces "
-             f"(1 = good; ▼ = below the diagnosis threshold {'/'.join(levels)})"]
+    lines = [st.bold("Scores by injected failure") + "   mean score of the scored traces "
+             f"(1 = good, ▼ = below threshold {'/'.join(levels)})"]
     lines.append(f"  {'injected':<15} {'sent':>5} {'scored':>6}  {'faithfulness':>13} {'answer relevancy':>17} "
                  f"{'context precision':>18}  {'retrieval P95':>13}")
     for kind in FailureKind:
@@ -222,6 +222,12 @@ def _caught(view: DemoView, st: _Style) -> list[str]:
     clean = healthy.scored + snap.kinds[FailureKind.SLOW_RETRIEVAL].scored
     lines.append(f"  {'false alarms':<15} {fmt_ratio(false_alarms, clean):<12}  healthy or merely slow "
                  "traces that got a verdict other than ok")
+    contra = snap.kinds[FailureKind.CONTRADICTION]
+    if view.final and contra.scored and contra.caught < 0.5 * contra.scored:
+        lines.append(st.dim("  Few contradictions caught? The offline judge compares meanings with a small embedding "
+                            "model and checks numbers,"))
+        lines.append(st.dim("  names and negations; it misses many one-word changes. An LLM judge reads them: "
+                            "`ragmon agent --judge llm` (docs/judges.md)."))
     return lines
 
 

@@ -153,3 +153,39 @@ def test_bad_flags_fail_with_a_clear_message() -> None:
     )
     assert result.returncode == 2
     assert "--agent external needs --otlp-endpoint" in result.stderr
+
+
+async def test_external_agent_mode_sends_to_a_running_agent(tmp_path: Path) -> None:
+    """``--agent external``: no agent in the demo process; its traces land in an agent that is
+    already running (here one in the test process, the way docker compose runs it beside)."""
+    import asyncio
+
+    from prometheus_client import CollectorRegistry
+
+    from ragmon.agent import Agent
+    from ragmon.config import load_agent_config
+
+    config = load_agent_config({"receiver_port": 0, "metrics_port": 0, "sample_rate": 1.0}, environ={})
+    async with Agent(config, registry=CollectorRegistry()) as agent:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "ragmon", "demo", "--agent", "external", "--duration", "3", "--rate", "5",
+            "--otlp-endpoint", f"http://127.0.0.1:{agent.receiver_port}/v1/traces",
+            "--metrics-url", f"http://127.0.0.1:{agent.metrics_port}",
+            "--summary-json", str(tmp_path / "summary.json"),
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        )
+        raw, _ = await asyncio.wait_for(proc.communicate(), EXIT_TIMEOUT_S)
+        out = raw.decode()
+        assert proc.returncode == 0, out[-3000:]
+        assert await agent.wait_idle(30)
+        received = agent.metrics.registry.get_sample_value(
+            "ragmon_traces_received_total", {"service": "ragmon-demo", "pipeline": "support_bot"})
+        summary = json.loads((tmp_path / "summary.json").read_text())
+    sent = sum(k["sent"] for k in summary["kinds"].values())
+    assert sent >= 10
+    assert received == sent
+    assert "no in-process score listener" in out
+    assert f"the ragmon agent at http://127.0.0.1:{agent.receiver_port}/v1/traces" in out
+    # The counters it read back from the external agent's /metrics.
+    assert summary["mode"] == "external"
+    assert summary["agent"]["received"] > 0
