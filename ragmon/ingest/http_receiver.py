@@ -73,6 +73,9 @@ class OtlpHttpReceiver:
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
         self._accepting = False
+        self._in_flight = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
 
     @property
     def port(self) -> int:
@@ -111,14 +114,37 @@ class OtlpHttpReceiver:
         log.info("OTLP/HTTP receiver listening on http://%s:%d%s", self._host, self._port, TRACES_PATH)
 
     async def stop(self) -> None:
-        """Stop accepting connections, let in-flight requests finish (bounded). Idempotent."""
+        """Stop accepting connections, let in-flight requests finish (bounded). Idempotent.
+
+        aiohttp's own graceful shutdown stops reading from open connections, which starves a
+        request whose body is still arriving; so the listener is closed first, requests in
+        progress are awaited here, and only then are the connections closed. A new request
+        on a kept-alive connection meanwhile gets a retryable 503."""
         self._accepting = False
         runner, self._runner = self._runner, None
-        if runner is not None:
-            await runner.cleanup()
+        if runner is None:
+            return
+        for site in list(runner.sites):
+            await site.stop()
+        try:
+            await asyncio.wait_for(self._idle.wait(), self._shutdown_timeout)
+        except TimeoutError:
+            log.warning("OTLP receiver: %d request(s) still in progress after %.1f s; closing them",
+                        self._in_flight, self._shutdown_timeout)
+        await runner.cleanup()
 
     # --- request handling -----------------------------------------------------------------------
     async def _handle(self, request: web.Request) -> web.StreamResponse:
+        self._in_flight += 1
+        self._idle.clear()
+        try:
+            return await self._handle_request(request)
+        finally:
+            self._in_flight -= 1
+            if self._in_flight == 0:
+                self._idle.set()
+
+    async def _handle_request(self, request: web.Request) -> web.StreamResponse:
         if request.method != hdrs.METH_POST:
             self._count(sc.OUTCOME_REJECTED)
             self._log_once.warning("method", "OTLP receiver: %s %s is not allowed (POST only)",
