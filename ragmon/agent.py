@@ -260,8 +260,7 @@ class Agent:
         trace = closed.trace
         service, pipeline = self.metrics.labels_sp(trace.service, trace.pipeline)
         self.metrics.traces_received.labels(service, pipeline).inc()
-        if closed.reason == "evicted":
-            self.metrics.dropped.labels(sc.DROP_OPEN_TRACES_FULL).inc()
+        # (evictions are counted by the assembler as dropped{open_traces_limit})
         if not trace.complete:
             self.metrics.traces_incomplete.labels(service, pipeline).inc()
         if trace.trace_id in self._recent or trace.trace_id in self._in_flight:

@@ -52,6 +52,7 @@ def test_sigterm_stops_gracefully_with_exit_zero():
     try:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()[0]
             try:
                 if httpx.get(f"http://127.0.0.1:{mport}/readyz", timeout=1).status_code == 200:
                     break
