@@ -123,6 +123,9 @@ class KafkaSource:
         self._last_commit = clock()
         self._last_lag = 0.0
         self._lag_labels: set[PartitionKey] = set()
+        # What the rebalance listener last handed us; aiokafka's own view lags behind during a
+        # rebalance, and records or lag of a revoked partition must not be touched meanwhile.
+        self._assigned: set[TopicPartition] = set()
         self._logged: set[str] = set()
         self._dlq_tasks: set[asyncio.Task[None]] = set()
         self._commit_lock = asyncio.Lock()
@@ -230,7 +233,7 @@ class KafkaSource:
         self._apply_backpressure(consumer)
         batches = await consumer.getmany(timeout_ms=_POLL_TIMEOUT_MS, max_records=_MAX_RECORDS)
         for tp, records in batches.items():
-            if tp not in consumer.assignment():
+            if tp not in self._assigned:
                 continue  # revoked while we were busy: its next owner reads these again
             for record in records:
                 if self._sink.backpressure():
@@ -343,8 +346,9 @@ class KafkaSource:
     async def _commit(self, consumer: AIOKafkaConsumer, keys: set[PartitionKey] | None = None) -> None:
         self._last_commit = self._clock()
         async with self._commit_lock:
-            assigned = {(tp.topic, tp.partition) for tp in consumer.assignment()}
-            offsets = {k: o for k, o in self._tracker.to_commit(keys).items() if k in assigned}
+            if keys is None:
+                keys = {(tp.topic, tp.partition) for tp in self._assigned}
+            offsets = self._tracker.to_commit(keys)
             if not offsets:
                 return
             try:
@@ -362,6 +366,9 @@ class KafkaSource:
     async def _on_revoked(self, revoked: set[TopicPartition]) -> None:
         self._metrics.kafka_rebalances.labels("revoked").inc()
         keys = {(tp.topic, tp.partition) for tp in revoked}
+        self._assigned -= set(revoked)  # the poll loop stops handing out their records now
+        for key in keys:
+            self._drop_lag(*key)
         if not keys:
             return
         log.info("kafka: partitions revoked: %s", _fmt(keys))
@@ -374,17 +381,16 @@ class KafkaSource:
         if self._consumer is not None:
             await self._commit(self._consumer, keys)
         self._tracker.forget(keys)
-        for topic, partition in keys:
-            self._drop_lag(topic, partition)
 
     def _on_assigned(self, assigned: set[TopicPartition]) -> None:
         self._metrics.kafka_rebalances.labels("assigned").inc()
+        self._assigned = set(assigned)
         if assigned:
             log.info("kafka: partitions assigned: %s", _fmt({(tp.topic, tp.partition) for tp in assigned}))
 
     # --- lag ------------------------------------------------------------------------------------
     async def _update_lag(self, consumer: AIOKafkaConsumer) -> None:
-        for tp in consumer.assignment():
+        for tp in list(self._assigned):
             highwater = consumer.highwater(tp)
             if highwater is None:
                 continue
@@ -392,6 +398,8 @@ class KafkaSource:
                 position = await asyncio.wait_for(consumer.position(tp), timeout=1.0)
             except (TimeoutError, KafkaError, AssertionError):
                 continue
+            if tp not in self._assigned:
+                continue  # revoked while we waited: its label set is already gone
             self._metrics.kafka_lag.labels(tp.topic, str(tp.partition)).set(max(0, highwater - position))
             self._lag_labels.add((tp.topic, tp.partition))
 

@@ -23,6 +23,7 @@ class _Partition:
     order: deque[int] = field(default_factory=deque)  # tracked offsets, ascending (lazily trimmed)
     pending: set[int] = field(default_factory=set)  # tracked and not yet released
     next_offset: int | None = None  # one past the highest tracked offset
+    start: int | None = None  # first tracked offset: where fetching began (nothing to commit yet)
     committed: int | None = None  # last offset acknowledged by the broker
 
     def safe(self) -> int | None:
@@ -42,6 +43,8 @@ class OffsetTracker:
     def track(self, key: PartitionKey, offset: int) -> None:
         """A message was handed out; it stays pending until ``release``."""
         part = self._parts.setdefault(key, _Partition())
+        if part.start is None:
+            part.start = offset
         if part.next_offset is not None and offset < part.next_offset:
             # A re-fetch after a seek (e.g. back to the committed offset): start over from here.
             part.order = deque(o for o in part.order if o < offset)
@@ -83,7 +86,8 @@ class OffsetTracker:
             if part is None:
                 continue
             safe = part.safe()
-            if safe is not None and (part.committed is None or safe > part.committed):
+            baseline = part.committed if part.committed is not None else part.start
+            if safe is not None and baseline is not None and safe > baseline:
                 out[key] = safe
         return out
 
