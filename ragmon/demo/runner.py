@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import random
+import shutil
 import signal
 import sys
 import time
@@ -125,9 +126,10 @@ class DemoRunner:
         try:
             await agent.start()
         except OSError as exc:
+            ports = " or ".join(str(p) for p in (config.metrics_port, config.receiver_port) if p)
             self._say(f"ragmon demo: cannot start the agent: {exc}\n"
-                      f"  Is another agent already on port {config.metrics_port} or {config.receiver_port}? "
-                      "Pass --metrics-port 0 / --receiver-port 0 for free ports.", err=True)
+                      f"  Is something (another agent, an earlier demo) already using port {ports}? "
+                      "Pass --metrics-port 0 (and --receiver-port 0) to use free ports.", err=True)
             with contextlib.suppress(Exception):
                 await agent.stop()
             return 2
@@ -230,7 +232,11 @@ class DemoRunner:
             await asyncio.sleep(period)
             view = await self._view(endpoint, metrics_url, sample_rate, time.monotonic() - self._started)
             if self.live:
-                lines = render(view, color=self.color).split("\n")
+                columns, rows = shutil.get_terminal_size((100, 50))
+                width = max(60, min(100, columns))
+                lines = render(view, color=self.color, width=width).split("\n")
+                if len(lines) > rows - 1:  # redrawing more than a screen would scroll and flicker
+                    lines = render(view, color=self.color, width=width, compact=True).split("\n")[: rows - 1]
                 self.out.write("\x1b[H" + "".join(line + "\x1b[K\n" for line in lines) + "\x1b[J")
             else:
                 self.out.write(progress_line(view) + "\n")

@@ -114,13 +114,18 @@ def _wrap(text: str, width: int) -> list[str]:
     return textwrap.wrap(text, width=width) or [""]
 
 
-def render(view: DemoView, *, color: bool = False, width: int = 100) -> str:
+def render(view: DemoView, *, color: bool = False, width: int = 100, compact: bool = False) -> str:
+    """The full summary; ``compact`` leaves out the explanation and "Look next" (for a live
+    screen too short to hold everything; the final summary always has them)."""
     st = _Style(color)
     out: list[str] = []
     title = "ragmon demo — quality monitoring of a RAG app" + (" (final summary)" if view.final else ", live")
     out.append(st.bold(title))
-    for paragraph in header(view):
-        out.extend(_wrap(paragraph, width))
+    if compact:
+        out.append(st.dim("(terminal too short for the explanation: it comes with the final summary)"))
+    else:
+        for paragraph in header(view):
+            out.extend(_wrap(paragraph, width))
     out.append("")
     if view.final:
         how = "stopped early (Ctrl-C)" if view.stopped_early else "finished"
@@ -166,8 +171,9 @@ def render(view: DemoView, *, color: bool = False, width: int = 100) -> str:
                    "(label service=\"ragmon-demo\") and its /worst page.")
         out.append("          Retrieval P95 as measured here, by injected kind: " + ", ".join(
             f"{k} {_seconds(snap.kinds[k].retrieval_p95_s)}" for k in FailureKind if snap.kinds[k].sent))
-    out.append("")
-    out.extend(_look_next(view, st, width))
+    if not compact:
+        out.append("")
+        out.extend(_look_next(view, st, width))
     for note in view.notes:
         out.append(st.dim(note))
     return "\n".join(out)

@@ -155,6 +155,20 @@ def test_bad_flags_fail_with_a_clear_message() -> None:
     assert "--agent external needs --otlp-endpoint" in result.stderr
 
 
+def test_busy_metrics_port_is_named_in_the_error() -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "ragmon", "demo", "--duration", "2", "--metrics-port", str(port)],
+            capture_output=True, text=True, timeout=120,
+        )
+    assert result.returncode == 2
+    assert f"already using port {port}" in result.stderr
+    assert "--metrics-port 0" in result.stderr
+
+
 async def test_external_agent_mode_sends_to_a_running_agent(tmp_path: Path) -> None:
     """``--agent external``: no agent in the demo process; its traces land in an agent that is
     already running (here one in the test process, the way docker compose runs it beside)."""

@@ -115,6 +115,13 @@ def test_render_explains_and_shows_every_section() -> None:
     assert "\x1b[31m" in render(_view(), color=True)
 
 
+def test_compact_render_for_short_terminals() -> None:
+    full, compact = render(_view()), render(_view(), compact=True)
+    assert "What you are looking at" not in compact and "Look next" not in compact
+    assert "Scores by injected failure" in compact and "Caught?" in compact
+    assert len(compact.splitlines()) < len(full.splitlines()) - 8
+
+
 def test_render_final_and_external() -> None:
     final = render(_view(final=True, stopped_early=True, elapsed_s=7.2))
     assert "final summary" in final and "stopped early (Ctrl-C)" in final
