@@ -17,6 +17,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.util._once import Once
 
 import ragmon
+from ragmon._log import LogOnce
 from ragmon.sdk import _runtime, setup
 
 SDK_ENV = (
@@ -32,6 +33,7 @@ def clean_sdk(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for name in SDK_ENV:
         monkeypatch.delenv(name, raising=False)
     _runtime.RUNTIME.reset()
+    _runtime._log_once = LogOnce(_runtime.logger)  # each test sees its own "first" warnings
     yield
     ragmon.shutdown()
     setup._STATE.owned_provider = None
