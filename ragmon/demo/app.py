@@ -13,6 +13,7 @@ Other tests and tools can use it to make real traffic with a known failure::
     bad.trace_id      # 32 hex chars of the OTel trace this request produced (None without a tracer)
     bad.answer        # the answer with one fact changed; bad.contradiction says which
     rag.ask_random()  # a random bundled question, healthy
+    DemoRag(contradiction_changes=("number",))  # contradictions that change a number when the answer has one
 
 ``ask`` runs one request through three decorated functions — ``support_bot``
 (``@ragmon.pipeline``) calling ``search`` (``@ragmon.retriever``, BM25 over the bundled
@@ -31,7 +32,7 @@ import contextvars
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from opentelemetry import trace as otel_trace
@@ -40,6 +41,7 @@ import ragmon
 
 from .corpus import Corpus, KbQuestion, load_corpus
 from .failures import (
+    CHANGE_KINDS,
     Contradiction,
     FailureKind,
     base_retrieval_delay,
@@ -93,12 +95,17 @@ class DemoRag:
         k: int = 3,
         simulate_latency: bool = True,
         instrument: bool = True,
+        contradiction_changes: Sequence[str] = CHANGE_KINDS,
     ) -> None:
         self.corpus = corpus or load_corpus()
         self.retriever = Bm25Retriever(self.corpus)
         self.generator = TemplateGenerator()
         self.k = k
         self.simulate_latency = simulate_latency
+        unknown = set(contradiction_changes) - set(CHANGE_KINDS)
+        if unknown or not contradiction_changes:
+            raise ValueError(f"contradiction_changes must be a non-empty subset of {CHANGE_KINDS}")
+        self.contradiction_changes = tuple(contradiction_changes)
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         # Decorate here, not at import, so importing this module never needs the SDK.
@@ -173,7 +180,7 @@ class DemoRag:
             text = self.generator.answer(query, contexts)
             kind = plan.result.failure
             if kind is FailureKind.CONTRADICTION:
-                plan.result.contradiction = contradict(text, plan.rng)
+                plan.result.contradiction = contradict(text, plan.rng, self.contradiction_changes)
                 text = plan.result.contradiction.text
             elif kind is FailureKind.OFF_TOPIC:
                 article = off_topic_article(self.corpus, [h.document.topic for h in plan.result.hits], plan.rng)

@@ -182,22 +182,31 @@ def _negate(sentence: str, rng: random.Random) -> tuple[str, str, str] | None:
 _CHANGES = (("number", _change_number, 0.5), ("name", _change_name, 0.3), ("negation", _negate, 0.2))
 
 
-def contradict(answer: str, rng: random.Random) -> Contradiction:
+CHANGE_KINDS: tuple[str, ...] = tuple(name for name, _, _ in _CHANGES)
+
+
+def contradict(answer: str, rng: random.Random, changes: Sequence[str] = CHANGE_KINDS) -> Contradiction:
     """Change exactly one fact in one sentence of ``answer`` (a number, a name or a
     negation), keeping everything else word for word — a realistic hallucination.
     The kind of change is drawn first (numbers 50 %, names 30 %, negations 20 % when the
-    answer allows all three), then the sentence."""
+    answer allows all three; only those in ``changes``), then the sentence. When none of the
+    allowed changes applies, a negation is used; when none applies at all, a false sentence
+    is appended."""
     parts = sentences(answer)
     by_change: dict[str, list[tuple[int, tuple[str, str, str]]]] = {}
     for index, sentence in enumerate(parts):
         for change, fn, _ in _CHANGES:
-            result = fn(sentence, random.Random(rng.random()))
+            result = fn(sentence, random.Random(rng.random()))  # one draw each: same rng path for any ``changes``
             if result is not None and result[0] != sentence:
                 by_change.setdefault(change, []).append((index, result))
     if not by_change:
         # No fact to twist: state the opposite outright.
         return Contradiction(answer + " This does not apply to your plan.", "negation", "", "does not apply")
-    available = [(change, weight) for change, _, weight in _CHANGES if change in by_change]
+    available = [(c, w) for c, _, w in _CHANGES if c in by_change and c in changes]
+    if not available:
+        available = [(c, w) for c, _, w in _CHANGES if c in by_change and c == "negation"] or [
+            (c, w) for c, _, w in _CHANGES if c in by_change
+        ]
     change = rng.choices([c for c, _ in available], weights=[w for _, w in available])[0]
     index, (new_sentence, original, replacement) = rng.choice(by_change[change])
     parts[index] = new_sentence

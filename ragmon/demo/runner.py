@@ -292,6 +292,8 @@ class DemoRunner:
             "agent": view.counts.as_dict() if view.counts is not None else None,
             "kinds": {k.value: s.as_dict() for k, s in view.tracker.kinds.items()},
             "contradiction_changes": dict(view.tracker.contradiction_changes),
+            "contradiction_caught": {c: {"caught": v[0], "scored": v[1]}
+                                     for c, v in view.tracker.contradiction_caught.items()},
             "unmatched_scored": view.tracker.unmatched_scored,
             "app_errors": self._errors,
         }

@@ -223,6 +223,10 @@ def _caught(view: DemoView, st: _Style) -> list[str]:
         share = ks.caught / ks.scored if ks.scored else None
         colored = ratio if share is None else (st.good(f"{ratio:<12}") if share >= 0.8 else st.bad(f"{ratio:<12}"))
         lines.append(f"  {kind.value:<15} {colored:<12}  {how}")
+        if kind is FailureKind.CONTRADICTION and snap.contradiction_caught:
+            parts = [f"{change} {caught}/{scored}" for change, (caught, scored)
+                     in sorted(snap.contradiction_caught.items())]
+            lines.append(f"  {'':<15} {'':<12}  by changed fact: " + ", ".join(parts))
     healthy = snap.kinds[FailureKind.HEALTHY]
     false_alarms = healthy.flagged + snap.kinds[FailureKind.SLOW_RETRIEVAL].flagged
     clean = healthy.scored + snap.kinds[FailureKind.SLOW_RETRIEVAL].scored

@@ -73,6 +73,8 @@ class TrackerSnapshot:
     kinds: Mapping[FailureKind, KindStats]
     unmatched_scored: int  # scored traces the demo did not send (another app on the same agent)
     contradiction_changes: Mapping[str, int]  # number/name/negation -> count sent
+    # number/name/negation -> (caught, scored): which kinds of changed fact the judge notices
+    contradiction_caught: Mapping[str, tuple[int, int]] = field(default_factory=dict)
 
 
 def _p95(values: list[float]) -> float | None:
@@ -91,6 +93,7 @@ class DemoTracker:
         self._retrieval_s: dict[FailureKind, list[float]] = {k: [] for k in FailureKind}
         self._scored: dict[str, _Scored] = {}
         self._changes: Counter[str] = Counter()
+        self._change_by_trace: dict[str, str] = {}
 
     def threshold(self, metric: str) -> float:
         return float(getattr(self.thresholds, metric))
@@ -103,6 +106,8 @@ class DemoTracker:
                 self._kind_by_trace[answer.trace_id] = answer.failure
             if answer.contradiction is not None:
                 self._changes[answer.contradiction.change] += 1
+                if answer.trace_id:
+                    self._change_by_trace[answer.trace_id] = answer.contradiction.change
 
     def on_scores(self, trace: RagTrace, scores: Scores, verdict: str) -> None:
         """The agent's score listener (called on the agent's loop after each scored trace)."""
@@ -119,6 +124,7 @@ class DemoTracker:
             kinds = {k: KindStats(k, sent=self._sent[k]) for k in FailureKind}
             sums: dict[FailureKind, dict[str, list[float]]] = {k: {} for k in FailureKind}
             unmatched = 0
+            by_change: dict[str, list[int]] = {}
             for trace_id, result in self._scored.items():
                 kind = self._kind_by_trace.get(trace_id)
                 if kind is None:
@@ -134,15 +140,22 @@ class DemoTracker:
                     signal_value = result.scores.get(signal)
                     if signal_value is not None and signal_value < self.threshold(signal):
                         stats.signal_below += 1
-                    if result.verdict in EXPECTED_VERDICTS[kind]:
-                        stats.caught += 1
+                    caught = result.verdict in EXPECTED_VERDICTS[kind]
+                    stats.caught += caught
+                    change = self._change_by_trace.get(trace_id)
+                    if change is not None:
+                        tally = by_change.setdefault(change, [0, 0])
+                        tally[0] += caught
+                        tally[1] += 1
                 elif (kind is FailureKind.SLOW_RETRIEVAL and result.retrieval_s is not None
                       and result.retrieval_s >= self.slow_threshold_s):
                     stats.caught += 1
             for kind, stats in kinds.items():
                 stats.means = {m: float(np.mean(v)) for m, v in sums[kind].items() if v}
                 stats.retrieval_p95_s = _p95(self._retrieval_s[kind])
-            return TrackerSnapshot(kinds, unmatched, dict(self._changes))
+            return TrackerSnapshot(
+                kinds, unmatched, dict(self._changes), {c: (t[0], t[1]) for c, t in by_change.items()}
+            )
 
 
 def fmt_ratio(part: int, whole: int) -> str:

@@ -170,3 +170,13 @@ def test_same_seed_same_request(offline_rag: DemoRag) -> None:
         a = offline_rag.ask(CORPUS.questions[4].question, kind, seed=42)
         b = offline_rag.ask(CORPUS.questions[4].question, kind, seed=42)
         assert (a.answer, a.document_ids) == (b.answer, b.document_ids)
+
+
+def test_contradictions_can_be_limited_to_one_kind_of_change() -> None:
+    rag = DemoRag(seed=2, simulate_latency=False, instrument=False, contradiction_changes=("number",))
+    changes = [rag.ask(q.question, FailureKind.CONTRADICTION).contradiction for q in CORPUS.questions]
+    numbers = [c for c in changes if c is not None and c.change == "number"]
+    assert len(numbers) >= 0.6 * len(changes)  # every answer that has a quantity gets a changed number
+    assert all(re.search(r"\d", c.original) and re.search(r"\d", c.replacement) for c in numbers)
+    with pytest.raises(ValueError, match="contradiction_changes"):
+        DemoRag(instrument=False, contradiction_changes=("typo",))

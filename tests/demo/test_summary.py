@@ -8,7 +8,7 @@ from ragmon import semconv as sc
 from ragmon.demo.app import DemoAnswer
 from ragmon.demo.corpus import load_corpus
 from ragmon.demo.counts import counts_from_registry, counts_from_text
-from ragmon.demo.failures import FailureKind
+from ragmon.demo.failures import Contradiction, FailureKind
 from ragmon.demo.summary import SECTION_TITLES, AgentCounts, DemoView, progress_line, render
 from ragmon.demo.tracker import DemoTracker
 from ragmon.export.metrics import AgentMetrics
@@ -34,9 +34,13 @@ def _filled_tracker() -> DemoTracker:
     _scored(t, "a1", sc.VERDICT_OK, **good)
     _scored(t, "a2", sc.VERDICT_GENERATION, faithfulness=0.4, answer_relevancy=0.9, context_precision=1.0)
     t.record_request(_answer("a2", FailureKind.HEALTHY))  # the listener may come first
-    t.record_request(_answer("c1", FailureKind.CONTRADICTION))
+    c1 = _answer("c1", FailureKind.CONTRADICTION)
+    c1.contradiction = Contradiction("a.", "number", "30 days", "60 days")
+    t.record_request(c1)
     _scored(t, "c1", sc.VERDICT_GENERATION, faithfulness=0.2, answer_relevancy=0.9, context_precision=1.0)
-    t.record_request(_answer("c2", FailureKind.CONTRADICTION))
+    c2 = _answer("c2", FailureKind.CONTRADICTION)
+    c2.contradiction = Contradiction("a.", "name", "Team", "Business")
+    t.record_request(c2)
     _scored(t, "c2", sc.VERDICT_OK, faithfulness=0.7, answer_relevancy=0.9, context_precision=1.0)
     t.record_request(_answer("c3", FailureKind.CONTRADICTION))  # sent, not scored (not sampled)
     t.record_request(_answer("m1", FailureKind.RETRIEVAL_MISS))
@@ -60,6 +64,8 @@ def test_tracker_joins_injected_kind_with_scores() -> None:
     assert slow.caught == 1 and slow.retrieval_p95_s == 0.9
     assert snap.kinds[FailureKind.OFF_TOPIC].scored == 0
     assert snap.unmatched_scored == 1
+    assert snap.contradiction_changes == {"number": 1, "name": 1}
+    assert snap.contradiction_caught == {"number": (1, 1), "name": (0, 1)}
 
 
 def test_counts_from_the_agent_registry_and_from_metrics_text() -> None:
@@ -110,6 +116,7 @@ def test_render_explains_and_shows_every_section() -> None:
     assert "0.45 ▼" in contra_row  # mean faithfulness 0.45, below the 0.5 threshold
     caught_contra = [line for line in text.splitlines() if line.strip().startswith("contradiction")][-1]
     assert "1/2 (50%)" in caught_contra
+    assert "by changed fact: name 0/1, number 1/1" in text
     assert "false alarms" in text and "1/3 (33%)" in text
     assert "\x1b[" not in text
     assert "\x1b[31m" in render(_view(), color=True)
