@@ -76,6 +76,9 @@ _GEN_AI_OP_ROLES = {
     sc.GEN_AI_OP_GENERATE_CONTENT: ROLE_GENERATOR,
 }
 _LLM_REQUEST_TYPES = {"chat", "completion"}
+_RETRIEVER_KEY_PREFIX = sc.RETRIEVAL_DOCUMENTS_PREFIX + "."
+_RERANKER_KEY_PREFIX = sc.RERANKER_OUTPUT_DOCUMENTS_PREFIX + "."
+_LLM_KEY_PREFIX = sc.LLM_OUTPUT_MESSAGES_PREFIX + "."
 
 _QUESTION_KEYS = ("question", "query", "query_str", "user_input", "input", "inputs", "prompt", "q",
                   "text", "message", "args", "kwargs")
@@ -280,6 +283,15 @@ def _role(span: SpanRecord) -> str | None:
         return ROLE_GENERATOR
     if any(e.name == sc.DB_QUERY_RESULT_EVENT for e in span.events):
         return ROLE_RETRIEVER
+    # The SDK's attribute limit evicts the *oldest* attributes, often the span kind itself:
+    # fall back on the data keys that only those span kinds carry.
+    for key in attrs:
+        if key.startswith(_RETRIEVER_KEY_PREFIX):
+            return ROLE_RETRIEVER
+        if key.startswith(_RERANKER_KEY_PREFIX):
+            return ROLE_RERANKER
+        if key.startswith(_LLM_KEY_PREFIX):
+            return ROLE_GENERATOR
     return None
 
 
@@ -316,6 +328,7 @@ def _best_documents(group: _Group, reader: Any) -> tuple[list[Document], SpanRec
             len(docs),
             sum(d.content is not None for d in docs),
             sum(d.score is not None for d in docs),
+            sum(d.content is None or d.id != content_id(d.content) for d in docs),  # real ids
         )
         if docs and key > best_key:
             best, best_span, best_key = docs, span, key
