@@ -123,6 +123,7 @@ class _State:
         self.processor: RagmonSpanProcessor | None = None  # the one carrying our delegates now
         self.provider: Any = None  # provider ragmon's spans go to now
         self.exporter: SpanExporter | None = None
+        self.user_processor: SpanProcessor | None = None  # init(span_processor=...)
         self.owned_provider: TracerProvider | None = None  # built by ragmon
         self.owned_is_global = False
         self.atexit_registered = False
@@ -283,6 +284,7 @@ def init(
         max_documents: most documents recorded per retriever span (env ``RAGMON_SDK_MAX_DOCUMENTS``).
         span_processor: an extra processor for ragmon's spans (e.g. a ``SimpleSpanProcessor`` over
             an in-memory exporter in tests); added next to the exporter's, use ``exporter="none"`` alone.
+            ``shutdown()`` shuts it down; a later ``init()`` only flushes and detaches it.
         tracer_provider: use this provider instead of the global one (see the module docstring).
         set_global: when ragmon builds its own provider, make it OpenTelemetry's global provider.
         enabled: kill switch (env ``RAGMON_SDK_ENABLED``); False makes every decorator a plain call.
@@ -299,7 +301,7 @@ def init(
                         f"(Kafka options need exporter='kafka')")
     runtime = _runtime.RUNTIME
     with runtime.lock:
-        _detach_locked()
+        _detach_locked(final=False)
         if not settings.enabled:
             runtime.configure(settings, None)
             logger.info("ragmon SDK disabled (%s); decorators are plain calls", _runtime.ENV_ENABLED)
@@ -325,6 +327,7 @@ def init(
         _STATE.processor = processor
         _STATE.provider = provider
         _STATE.exporter = span_exporter
+        _STATE.user_processor = span_processor
         runtime.configure(settings, tracer)
         if not _STATE.atexit_registered:
             atexit.register(shutdown)
@@ -332,12 +335,22 @@ def init(
         return provider
 
 
-def _detach_locked(timeout_millis: int = 30_000) -> bool:
+def _detach_locked(timeout_millis: int = 30_000, *, final: bool) -> bool:
+    """Flush and detach the current delegates. Processors ragmon built are shut down; a
+    ``span_processor`` the caller passed in is shut down only by ``shutdown()`` (``final``),
+    so a second ``init()`` may be handed the same exporter again."""
     ok = True
     processor = _STATE.processor
     if processor is not None:
         ok = processor.force_flush(timeout_millis)
-        processor.shutdown()  # shuts down and forgets its delegates; stays attached but empty
+        delegates = processor.delegates
+        processor.set_delegates(())  # stays attached to its provider, empty until the next init()
+        for delegate in delegates:
+            if final or delegate is not _STATE.user_processor:
+                try:
+                    delegate.shutdown()
+                except Exception as exc:
+                    _runtime.internal_error("span_processor_shutdown", exc)
     owned = _STATE.owned_provider
     if owned is not None and _STATE.provider is owned and not _STATE.owned_is_global:
         owned.shutdown()  # a private provider of ours: nobody else uses it
@@ -346,6 +359,7 @@ def _detach_locked(timeout_millis: int = 30_000) -> bool:
     _STATE.processor = None
     _STATE.provider = None
     _STATE.exporter = None
+    _STATE.user_processor = None
     return ok
 
 
@@ -358,7 +372,7 @@ def shutdown(timeout_millis: int = 30_000) -> bool:
     runtime = _runtime.RUNTIME
     try:
         with runtime.lock:
-            ok = _detach_locked(timeout_millis)
+            ok = _detach_locked(timeout_millis, final=True)
             runtime.configure(runtime.settings, None)
             return ok
     except Exception as exc:

@@ -22,7 +22,8 @@ EMAIL = re.compile(r"[\w.]+@[\w.]+")
 
 def run_rag(question: str = "Where does alice@example.com live?", docs: Any = None, answer: str = "In Paris.") -> str:
     docs = docs if docs is not None else [
-        {"id": "d1", "text": "alice@example.com lives in Paris.", "score": 0.8, "metadata": {"owner": "bob@example.com"}},
+        {"id": "d1", "text": "alice@example.com lives in Paris.", "score": 0.8,
+         "metadata": {"owner": "bob@example.com"}},
     ]
 
     @ragmon.retriever

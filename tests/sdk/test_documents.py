@@ -101,7 +101,8 @@ def test_plain_string_gets_a_stable_content_hash() -> None:
     [
         ({"id": 7, "content": "c", "score": 0.5}, ("7", "c", 0.5, None)),
         ({"doc_id": "a", "text": "t", "similarity": 0.25}, ("a", "t", 0.25, None)),
-        ({"_id": "es1", "_score": 3.5, "_source": {"body": "hit text", "lang": "en"}}, ("es1", "hit text", 3.5, {"lang": "en"})),
+        ({"_id": "es1", "_score": 3.5, "_source": {"body": "hit text", "lang": "en"}},
+         ("es1", "hit text", 3.5, {"lang": "en"})),
         ({"id": "p1", "score": 0.8, "metadata": {"text": "pinecone text", "url": "u"}},
          ("p1", "pinecone text", 0.8, {"url": "u"})),
         ({"page_content": "pc", "metadata": {"source": "a.pdf", "page": 3}},
@@ -124,7 +125,8 @@ def test_distance_is_not_reported_as_a_score() -> None:
 
 def test_langchain_document() -> None:
     with_id = to_record(LCDocument("lc text", {"source": "kb/a.md"}, id="lc-1"))
-    assert (with_id.id, with_id.content, with_id.score, with_id.metadata) == ("lc-1", "lc text", None, {"source": "kb/a.md"})
+    assert (with_id.id, with_id.content, with_id.score) == ("lc-1", "lc text", None)
+    assert with_id.metadata == {"source": "kb/a.md"}
     meta_id = to_record(LCDocument("lc text", {"doc_id": "m-9", "source": "kb/a.md"}))
     assert meta_id.id == "m-9"
     by_source = [to_record(LCDocument(text, {"source": "kb/a.md"})) for text in ("chunk one", "chunk two")]
