@@ -185,20 +185,21 @@ class DemoRunner:
             elapsed = time.monotonic() - self._started
             if pending:
                 await asyncio.wait(pending, timeout=5.0)
+            # Send what the SDK still buffers, then let the agent judge it.
+            if not self.live:
+                self._say(f"ragmon demo: traffic done after {elapsed:.0f} s; waiting for the agent to judge the rest …")
+            await asyncio.to_thread(ragmon.shutdown)
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
-        # Send what the SDK still buffers, then let the agent judge it.
-        if not self.live:
-            self._say(f"ragmon demo: traffic done after {elapsed:.0f} s; waiting for the agent to judge the rest …")
-        await asyncio.to_thread(ragmon.shutdown)
-        refresh.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await refresh
+            refresh.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await refresh
         if self.agent is not None and not stop.hard:
             waiter = asyncio.create_task(self.agent.wait_idle(_IDLE_WAIT_S))
             hard = asyncio.create_task(self._until_hard(stop))
             await asyncio.wait({waiter, hard}, return_when=asyncio.FIRST_COMPLETED)
-            hard.cancel()
+            for task in (waiter, hard):
+                task.cancel()
         view = await self._view(endpoint, metrics_url, sample_rate, elapsed, final=True, early=stop.early)
         if self.live:
             self.out.write("\x1b[H\x1b[2J")
