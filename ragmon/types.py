@@ -39,6 +39,9 @@ class SpanRecord:
     kind: str = "INTERNAL"  # INTERNAL | SERVER | CLIENT | PRODUCER | CONSUMER
     scope_name: str = ""
     dropped_attributes_count: int = 0
+    # The parent lives in another process (OTLP span flags): this span is the local root of
+    # this service's part of a distributed trace (e.g. an app called through a gateway).
+    parent_is_remote: bool = False
 
     @property
     def duration_s(self) -> float:
