@@ -33,6 +33,7 @@ CONTENT_KEYS = ("content", "text", "page_content", "document", "chunk", "body")
 SCORE_KEYS = ("score", "similarity", "relevance_score", "_score")
 METADATA_KEYS = ("metadata", "meta", "payload", "_source")
 SOURCE_KEY = "source"
+_KNOWN_KEYS = frozenset((*ID_KEYS, *CONTENT_KEYS, *SCORE_KEYS))
 HASH_CHARS = 16
 
 
@@ -103,8 +104,7 @@ def _from_mapping(item: Mapping[str, Any]) -> DocRecord:
     score = _score(_first(item, SCORE_KEYS))
     metadata = _mapping(_first(item, METADATA_KEYS))
     if metadata is None:
-        used = {*ID_KEYS, *CONTENT_KEYS, *SCORE_KEYS}
-        extra = {str(k): v for k, v in item.items() if k not in used}
+        extra = {str(k): v for k, v in item.items() if k not in _KNOWN_KEYS}
         metadata = extra or None
     if content is None and metadata is not None:
         # Pinecone matches / Elasticsearch hits: the text sits inside the metadata/_source.
