@@ -288,8 +288,13 @@ class KafkaSource:
                          f"message of {len(value)} bytes exceeds kafka_max_message_bytes "
                          f"({self._config.kafka_max_message_bytes})")
             return
+        encoding = self._config.kafka_encoding
+        if encoding == "otlp_json" and value.lstrip()[:1] == b"[":
+            # Some collectors (rotel's Kafka exporter) write a bare JSON array of ResourceSpans
+            # instead of a TracesData object; accept both.
+            value = b'{"resourceSpans":' + value + b"}"
         try:
-            batch = decode_traces_payload(value, self._config.kafka_encoding)
+            batch = decode_traces_payload(value, encoding)
         except DecodeError as exc:
             self._poison(record, sc.DROP_POISON_MESSAGE, f"{exc.reason}: {exc}")
             return
