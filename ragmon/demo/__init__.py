@@ -3,6 +3,16 @@
 No Kafka, no API key, no internet: the agent runs in this process with the offline local
 judge, and the app (``ragmon.demo.app.DemoRag``, a support bot over a bundled knowledge base)
 sends its traces to it through ragmon's own SDK. The CLI calls ``add_arguments`` and ``run``.
+
+Pieces others can reuse: ``ragmon.demo.app.DemoRag`` (one request with a chosen injected
+failure), ``ragmon.demo.failures`` (what each failure does), ``ragmon.demo.separation``
+(offline per-kind judge scores: ``python -m ragmon.demo.separation``).
+
+``--summary-json PATH`` writes the final summary for scripts and CI: ``agent`` (the agent's
+counters for service ``ragmon-demo``: received, sampled, scored, skipped{reason},
+failed{reason}, verdicts, retrieval/pipeline P95), ``kinds`` (per injected kind: sent, scored,
+mean scores, verdicts, caught, flagged, signal_below_threshold, app-side retrieval P95),
+``contradiction_changes``/``contradiction_caught`` (by changed fact), ``thresholds``, ``seed``.
 """
 
 from __future__ import annotations
