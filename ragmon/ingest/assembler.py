@@ -1,7 +1,9 @@
 """Group spans by trace id into ``RagTrace``s. Synchronous, I/O-free and bounded.
 
 When is a trace complete?
-    When its root span (no parent) arrives. Spans of one trace may still come after the
+    When its root span (no parent) arrives — or its *local* root, a span with a remote
+    parent, once the trace holds the RAG pipeline span (see ``_is_root``; the upstream
+    caller's spans often go to another backend). Spans of one trace may still come after the
     root: another process's spans in a distributed trace, or Kafka messages without
     trace-id keys spread over partitions. Two mechanisms cover that:
 
@@ -72,6 +74,7 @@ class _OpenTrace:
     tokens: set[Hashable] = field(default_factory=set)
     last_activity: float = 0.0
     root_seen: bool = False
+    has_pipeline: bool = False  # holds a span that marks the RAG request (see _marks_pipeline)
 
 
 class TraceAssembler:
@@ -133,17 +136,17 @@ class TraceAssembler:
         if token is not None:
             entry.tokens.add(token)
 
-        is_root = span.parent_span_id is None
         if span.span_id in entry.span_ids:
             self.drop_counts[sc.DROP_DUPLICATE_SPAN] += 1
             return closed
-        if len(entry.spans) >= self._max_spans and not is_root:
+        if len(entry.spans) >= self._max_spans and span.parent_span_id is not None:
             # The root is always kept: it makes the trace complete and names the pipeline.
             self.drop_counts[sc.DROP_SPANS_PER_TRACE] += 1
             return closed
         entry.spans.append(span)
         entry.span_ids.add(span.span_id)
-        if is_root and not entry.root_seen:
+        entry.has_pipeline = entry.has_pipeline or _marks_pipeline(span)
+        if _is_root(span, entry) and not entry.root_seen:
             entry.root_seen = True
             if self._grace <= 0:
                 closed.append(self._close(trace_id, REASON_ROOT))
@@ -202,3 +205,21 @@ class TraceAssembler:
                 complete=entry.root_seen,
                 span_count=len(entry.spans),
             )
+
+
+def _marks_pipeline(span: SpanRecord) -> bool:
+    attrs = span.attributes
+    return (attrs.get(sc.RAGMON_STAGE) == sc.STAGE_PIPELINE
+            or attrs.get(sc.TRACELOOP_SPAN_KIND) == sc.TRACELOOP_KIND_WORKFLOW)
+
+
+def _is_root(span: SpanRecord, entry: _OpenTrace) -> bool:
+    """The trace's root, or the *local* root of this service's part of a distributed trace:
+    a span whose parent is in another process (OTLP span flags) once the trace holds the RAG
+    pipeline span. Without that, an app called through an instrumented gateway (whose spans
+    go elsewhere) would wait for a root that never comes and time out as incomplete. A
+    retriever *service*'s entry span also has a remote parent but holds no pipeline span,
+    so it does not close the caller's trace."""
+    if span.parent_span_id is None:
+        return True
+    return span.parent_is_remote and entry.has_pipeline

@@ -173,6 +173,8 @@ class _TraceView:
         self.by_id = {s.span_id: s for s in self.spans}
         self.roles = {s.span_id: _role(s) for s in self.spans}
         roots = [s for s in self.spans if s.parent_span_id is None]
+        if not roots:  # this service's part of a distributed trace: its local root
+            roots = [s for s in self.spans if s.parent_is_remote]
         self.root = roots[0] if roots else None
         self._depth: dict[str, int] = {}
 

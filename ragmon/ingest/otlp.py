@@ -28,7 +28,7 @@ from google.protobuf import json_format
 from google.protobuf.message import DecodeError as ProtobufDecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
-from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span, SpanFlags
 
 from .. import semconv as sc
 from ..errors import DecodeError
@@ -49,6 +49,7 @@ CONTENT_TYPE_JSON = "application/json"
 MAX_ERROR_MESSAGES = 10  # per batch: enough to diagnose, bounded for the response body
 _MAX_ANY_VALUE_DEPTH = 32  # deeper arrays/kvlists are cut off (protobuf allows 100)
 
+_FLAG_PARENT_IS_REMOTE = SpanFlags.SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK
 _STATUS_NAMES = {0: "UNSET", 1: "OK", 2: "ERROR"}
 # SPAN_KIND_UNSPECIFIED is treated as INTERNAL, as the OTel SDKs do.
 _KIND_NAMES = {0: "INTERNAL", 1: "INTERNAL", 2: "SERVER", 3: "CLIENT", 4: "PRODUCER", 5: "CONSUMER"}
@@ -276,6 +277,7 @@ def _convert_span(span: Span, resource: Mapping[str, AttrValue], scope_name: str
         kind=_KIND_NAMES.get(span.kind, "INTERNAL"),
         scope_name=scope_name,
         dropped_attributes_count=span.dropped_attributes_count,
+        parent_is_remote=bool(parent) and bool(span.flags & _FLAG_PARENT_IS_REMOTE),
     )
 
 

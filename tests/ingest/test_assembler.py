@@ -216,3 +216,37 @@ def test_odd_attributes_never_break_assembly() -> None:
 def test_bad_settings_are_refused(kw: dict) -> None:
     with pytest.raises(ValueError):
         make(**kw)
+
+
+def _remote_parent_context():  # type: ignore[no-untyped-def]
+    from opentelemetry import trace as trace_api
+    from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+
+    upstream = SpanContext(trace_id=0xABC, span_id=0xDEF, is_remote=True, trace_flags=TraceFlags(1))
+    return trace_api.set_span_in_context(NonRecordingSpan(upstream))
+
+
+def test_local_root_with_remote_parent_completes_a_rag_trace() -> None:
+    """An app called through a gateway whose spans go elsewhere: its entry span is the root here."""
+    f = SpanFactory()
+    with f.tracer.start_as_current_span("POST /ask", context=_remote_parent_context()), \
+            f.tracer.start_as_current_span("rag", attributes={"ragmon.stage": "pipeline", "ragmon.pipeline": "faq"}), \
+            f.tracer.start_as_current_span("search", attributes={"ragmon.stage": "retriever"}):
+        pass
+    asm = make()
+    closed = [c for s in f.records() for c in asm.add(s)]
+    assert [c.reason for c in closed] == ["root"]
+    trace = closed[0].trace
+    assert trace.complete and trace.span_count == 3 and trace.pipeline == "faq"
+    assert asm.open_count == 0
+
+
+def test_remote_parent_without_pipeline_waits_for_the_real_root() -> None:
+    """A retriever *service* called by the app: its entry span must not close the app's trace."""
+    f = SpanFactory("retriever-svc")
+    with f.tracer.start_as_current_span("POST /search", context=_remote_parent_context()), \
+            f.tracer.start_as_current_span("search", attributes={"openinference.span.kind": "RETRIEVER"}):
+        pass
+    asm = make()
+    assert [c for s in f.records() for c in asm.add(s)] == []
+    assert asm.open_count == 1

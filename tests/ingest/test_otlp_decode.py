@@ -324,3 +324,20 @@ def test_hex_id_case_is_normalised(factory: SpanFactory) -> None:
     decoded = decode_export_request(json.dumps(document).encode(), content_type=JSON).spans[0]
     assert decoded.trace_id == span["traceId"].lower()
     assert base64.b16decode(decoded.trace_id.upper())  # still 16 valid bytes
+
+
+def test_remote_parent_flag_survives_both_encodings() -> None:
+    from opentelemetry import trace as trace_api
+    from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+
+    f = SpanFactory()
+    upstream = SpanContext(trace_id=0xABC, span_id=0xDEF, is_remote=True, trace_flags=TraceFlags(1))
+    with f.tracer.start_as_current_span("entry", context=trace_api.set_span_in_context(NonRecordingSpan(upstream))), \
+            f.tracer.start_as_current_span("local child"):
+        pass
+    request = f.request()
+    for body, ctype in ((request.SerializeToString(), PROTO), (to_otlp_json(request), JSON)):
+        spans = _by_name(decode_export_request(body, content_type=ctype).spans)
+        assert spans["entry"].parent_span_id == format(0xDEF, "016x")
+        assert spans["entry"].parent_is_remote is True
+        assert spans["local child"].parent_is_remote is False
