@@ -123,9 +123,10 @@ def test_demo_runs_scores_and_separates_injected_failures(tmp_path: Path) -> Non
 
 
 def test_ctrl_c_stops_early_and_still_prints_the_final_summary(tmp_path: Path) -> None:
-    proc, port, summary_path = _start_demo(tmp_path, "--duration", "300", "--rate", "4")
+    # --live forces the redrawn screen although stdout is a pipe here.
+    proc, port, summary_path = _start_demo(tmp_path, "--duration", "300", "--rate", "4", "--live")
     try:
-        _scrape_until(proc, port, lambda s: s.value("ragmon_traces_received_total", **SERVICE) >= 4)
+        _scrape_until(proc, port, lambda s: s.value("ragmon_traces_received_total", **SERVICE) >= 8)
         proc.send_signal(signal.SIGINT)
         out = _finish(proc)
     finally:
@@ -133,6 +134,9 @@ def test_ctrl_c_stops_early_and_still_prints_the_final_summary(tmp_path: Path) -
             proc.kill()
             proc.communicate()
     assert "stopped early (Ctrl-C)" in out
+    live_frames = out.count("\x1b[H")  # cursor home: one per redraw, one for the final screen
+    assert live_frames >= 2
+    assert "Ctrl-C stops early and still prints the final summary" in out  # a live frame
     assert "Caught?" in out
     summary = json.loads(summary_path.read_text())
     assert summary["stopped_early"] is True
