@@ -7,13 +7,17 @@ Which TracerProvider carries ragmon's spans:
    ragmon **joins it** instead of replacing it. Its spans then sit inside the application's
    traces (same trace ids, correct parents, visible in the application's own backend, sampled by
    its sampler, resource from its provider), and ragmon adds one span processor that sends
-   **only ragmon's spans** (instrumentation scope ``ragmon``) to ragmon's exporter; the
-   application's other spans are not shipped to the ragmon agent.
+   **only RAG traces** to ragmon's exporter: ragmon's spans (instrumentation scope ``ragmon``)
+   and the application's spans of traces that contain one (so the agent sees the real root);
+   the application's other traces are not shipped to the ragmon agent.
 3. Else, nobody configured OpenTelemetry: ragmon builds its own ``TracerProvider`` (resource
    with ``service.name``) and, with ``set_global=True`` (default), makes it the global one so
    the application's other instrumentation joins the same traces.
 4. Else (a global provider that is not the SDK's, e.g. a vendor's): ragmon uses a private
    provider of its own; spans still join the active trace through the OpenTelemetry context.
+
+Call ``ragmon.init()`` *after* the application configured OpenTelemetry (or pass
+``set_global=False``): OpenTelemetry lets the global provider be set only once.
 
 In every case ragmon's own tracer gets an attribute-count limit big enough for
 ``max_documents`` documents (the SDK default of 128 attributes would silently drop documents
@@ -29,7 +33,9 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import threading
 import weakref
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -59,14 +65,23 @@ class RagmonSpanProcessor(SpanProcessor):
     """ragmon's one processor per provider: forwards spans to the current exporter pipeline.
 
     Its delegates are swapped by ``init()``/``shutdown()`` (an SDK provider cannot remove a
-    processor), which is what keeps a second ``init()`` from exporting twice. With
-    ``only_scope`` set it forwards only spans of that instrumentation scope. A delegate that
+    processor), which is what keeps a second ``init()`` from exporting twice. A delegate that
     raises is counted and logged once, never propagated into the application's ``span.end()``.
+
+    With ``only_scope`` set (ragmon joined the application's provider) it forwards only *RAG
+    traces*: spans of that instrumentation scope, plus the application's spans of any trace in
+    which a ragmon span has started (e.g. the HTTP server span around the pipeline, which is the
+    trace's root and lets the agent close the trace at once, or an LLM client span inside the
+    generator). The application's other traces are not shipped to the ragmon agent. The set of
+    RAG trace ids is bounded (``max_traces``, oldest forgotten first).
     """
 
-    def __init__(self, only_scope: str | None) -> None:
+    def __init__(self, only_scope: str | None, max_traces: int = 16_384) -> None:
         self._only_scope = only_scope
         self._delegates: tuple[SpanProcessor, ...] = ()
+        self._rag_traces: OrderedDict[int, None] = OrderedDict()
+        self._max_traces = max_traces
+        self._lock = threading.Lock()
 
     @property
     def delegates(self) -> tuple[SpanProcessor, ...]:
@@ -75,15 +90,25 @@ class RagmonSpanProcessor(SpanProcessor):
     def set_delegates(self, delegates: Sequence[SpanProcessor]) -> None:
         self._delegates = tuple(delegates)
 
-    def _wanted(self, span: ReadableSpan) -> bool:
+    def _wanted(self, span: ReadableSpan, starting: bool) -> bool:
         if self._only_scope is None:
             return True
         scope = span.instrumentation_scope
-        return scope is not None and scope.name == self._only_scope
+        context = span.context
+        trace_id = context.trace_id if context is not None else 0
+        if scope is not None and scope.name == self._only_scope:
+            if starting:
+                with self._lock:
+                    self._rag_traces[trace_id] = None
+                    self._rag_traces.move_to_end(trace_id)
+                    if len(self._rag_traces) > self._max_traces:
+                        self._rag_traces.popitem(last=False)
+            return True
+        return trace_id in self._rag_traces
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         delegates = self._delegates
-        if delegates and self._wanted(span):
+        if delegates and self._wanted(span, starting=True):
             for delegate in delegates:
                 try:
                     delegate.on_start(span, parent_context=parent_context)
@@ -92,7 +117,7 @@ class RagmonSpanProcessor(SpanProcessor):
 
     def on_end(self, span: ReadableSpan) -> None:
         delegates = self._delegates
-        if delegates and self._wanted(span):
+        if delegates and self._wanted(span, starting=False):
             for delegate in delegates:
                 try:
                     delegate.on_end(span)

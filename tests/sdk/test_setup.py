@@ -67,13 +67,17 @@ def test_joins_the_applications_global_provider(fresh_global_otel: None) -> None
     assert trace.get_tracer_provider() is provider  # not replaced
 
     app_tracer = trace.get_tracer("app")
+    with app_tracer.start_as_current_span("GET /health"):
+        pass
     with app_tracer.start_as_current_span("GET /ask") as http_span:
         assert rag("q") == "answer"
         http_span.set_attributes({f"app.attr.{i}": i for i in range(200)})
+    with app_tracer.start_as_current_span("GET /metrics"):
+        pass
 
-    # the application's exporter sees everything, ragmon's exporter only ragmon's spans
-    assert names(user_spans) == sorted(["GET /ask", "qa", "search", "generate"])
-    assert names(ours) == sorted(["qa", "search", "generate"])
+    # the application's exporter sees everything; ragmon's only the RAG trace, with its real root
+    assert names(user_spans) == sorted(["GET /health", "GET /ask", "qa", "search", "generate", "GET /metrics"])
+    assert names(ours) == sorted(["GET /ask", "qa", "search", "generate"])
     by_name = {s.name: s for s in user_spans.get_finished_spans()}
     assert by_name["qa"].parent.span_id == by_name["GET /ask"].context.span_id
     assert by_name["qa"].context.trace_id == by_name["GET /ask"].context.trace_id
@@ -84,6 +88,26 @@ def test_joins_the_applications_global_provider(fresh_global_otel: None) -> None
     assert retr.attributes[sc.retrieval_document_attr(39, sc.DOCUMENT_ID)] == "doc-39"
     # ... while the application's own spans keep the application's limit
     assert by_name["GET /ask"].dropped_attributes > 0
+
+
+def test_joined_provider_forwards_the_applications_spans_inside_rag_work(fresh_global_otel: None) -> None:
+    provider, _ = user_provider()
+    trace.set_tracer_provider(provider)
+    ours = InMemorySpanExporter()
+    ragmon.init(exporter="none", span_processor=SimpleSpanProcessor(ours))
+    app_tracer = trace.get_tracer("openai-instrumentation")
+
+    @ragmon.generator
+    def llm(query: str) -> str:
+        with app_tracer.start_as_current_span("chat gpt-4o"):
+            return "answer"
+
+    llm("q")
+    with app_tracer.start_as_current_span("unrelated"):
+        pass
+    assert names(ours) == ["chat gpt-4o", "llm"]
+    chat = next(s for s in ours.get_finished_spans() if s.name == "chat gpt-4o")
+    assert chat.parent.span_id == next(s for s in ours.get_finished_spans() if s.name == "llm").context.span_id
 
 
 def test_explicit_provider_is_used_without_touching_the_global(fresh_global_otel: None) -> None:
