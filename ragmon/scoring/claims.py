@@ -7,6 +7,7 @@ claim is later checked against the context sentences that support it best.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -25,7 +26,13 @@ _SENT_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
 _BULLET = re.compile(r"^\s*(?:[-*•·]+|\(?\d{1,2}[.)]|\(?[a-z][.)])\s+")
 _INLINE_NUMBERED = re.compile(r"\s+(?=\d{1,2}\s{1,2}[A-Z])")  # "1 Dump coals. 2  Spread them" lists
 _WORD = re.compile(r"[A-Za-z0-9]+(?:[.,][0-9]+)*(?:['’][A-Za-z]+)?")
-_NUMBER = re.compile(r"(?<![A-Za-z])[-+]?\$?\d[\d,]*(?:\.\d+)?(?:%|st|nd|rd|th)?")
+_NUMBER = re.compile(r"(?<![A-Za-z0-9])[-+]?\$?\d[\d,]*(?:\.\d+)?(?:%|st|nd|rd|th)?")
+# "Step 6", "Option 2", "Passage 1": numbering, not a quantity the contexts must contain
+_ENUMERATION = re.compile(
+    r"\b(?:step|steps|option|options|question|questions|passage|passages|part|chapter|section|phase|"
+    r"no|number|item|point|method|way|tip|stage|level|rule|#)\s*\.?\s*$",
+    re.IGNORECASE,
+)
 
 MAX_CLAIM_WORDS = 40  # MiniLM reads ~128 tokens; long sentences are cut at clause boundaries
 _CLAUSE_CUT = re.compile(r"(?:;|:|,\s+(?:and|but|while|whereas|which|although|so)\s+|\s+-\s+)")
@@ -39,6 +46,16 @@ STOPWORDS = _wordset(
     "all any both each few more most other some such only own same than too very just also s t "
     "also however therefore thus such because while although though into per via etc e g i ie eg "
     "like one's get gets got use used using make makes made "
+)
+
+# Words an answer uses to talk about its sources rather than to state facts ("Based on the
+# provided passages, ..."): they are not new information, so they never count as unsupported.
+META_WORDS = _wordset(
+    "passage passages provided provide provides given based according mention mentions mentioned "
+    "discuss discusses discussed highlight highlights highlighted note noted notes state states "
+    "stated suggest suggests answer question information context contexts text source sources "
+    "following follows step steps overall therefore brief briefly here sure help hope summary "
+    "summarize specifically specific also additionally furthermore however important "
 )
 
 NEGATIONS = _wordset(
@@ -56,9 +73,6 @@ _NUMBER_WORDS = {
     "hundred": "100", "thousand": "1000", "million": "1000000", "billion": "1000000000",
     "half": "0.5", "dozen": "12", "once": "1", "twice": "2", "first": "1", "second": "2", "third": "3",
 }
-_MONTHS = _wordset(
-    "january february march april may june july august september october november december "
-)
 
 
 def split_sentences(text: str | None) -> list[str]:
@@ -146,7 +160,7 @@ def content_tokens(text: str) -> list[str]:
     out = []
     for w in words(text):
         lw = w.lower().replace("’", "'")
-        if lw in STOPWORDS or lw in NEGATIONS:
+        if lw in STOPWORDS or lw in NEGATIONS or lw in META_WORDS:
             continue
         out.append(stem(lw))
     return out
@@ -176,15 +190,20 @@ def numbers(text: str) -> set[str]:
 
 
 def strict_numbers(text: str) -> set[str]:
-    """Numbers written with digits only (number words are too ambiguous to count as claims)."""
-    return {_normalise_number(m.group()) for m in _NUMBER.finditer(text)} - {""}
+    """Quantities written with digits (number words and list numbering are too ambiguous)."""
+    out = set()
+    for m in _NUMBER.finditer(text):
+        if _ENUMERATION.search(text[max(0, m.start() - 12) : m.start()]):
+            continue
+        out.add(_normalise_number(m.group()))
+    return out - {""}
 
 
 def negation_count(text: str) -> int:
     count = 0
-    for w in words(text):
-        lw = w.lower().replace("’", "'")
-        if lw in NEGATIONS or lw.endswith("n't"):
+    tokens = [w.lower().replace("’", "'") for w in words(text)]
+    for i, lw in enumerate(tokens):
+        if (lw in NEGATIONS or lw.endswith("n't")) and not (i + 1 < len(tokens) and tokens[i + 1] == "only"):
             count += 1
     return count
 
@@ -193,18 +212,46 @@ def entities(text: str) -> set[str]:
     """Capitalised words not at a sentence start, acronyms and month names, lowercased."""
     out: set[str] = set()
     for sentence in split_sentences(text):
-        tokens = words(sentence)
-        for i, tok in enumerate(tokens):
-            low = tok.lower()
-            if low in _MONTHS:
-                out.add(low)
-                continue
-            if not tok[0].isupper() or low in STOPWORDS or low in NEGATIONS:
-                continue
-            if i == 0 and not (len(tok) > 1 and tok.isupper()):
-                continue  # a sentence's first word is capitalised anyway
-            out.add(stem(low))
+        # text after a colon or inside quotes starts with a capital anyway ("Step 2: Click 'Export'")
+        for clause in re.split(r"[:;\"“”]", sentence):
+            tokens = words(clause)
+            for i, tok in enumerate(tokens):
+                low = tok.lower()
+                if not tok[0].isupper() or low in STOPWORDS or low in NEGATIONS or low in META_WORDS:
+                    continue
+                if i == 0 and not (len(tok) > 1 and tok.isupper()):
+                    continue  # a sentence's first word is capitalised anyway
+                out.add(stem(low))
     return out
+
+
+_FIRST_WORD_ID = 1996  # in the BERT uncased vocabulary, whole words start here, roughly by frequency
+
+
+@lru_cache(maxsize=1)
+def _vocabulary() -> dict[str, int]:
+    from importlib import resources
+
+    from tokenizers import Tokenizer
+
+    text = resources.files("ragmon.scoring").joinpath("assets/minilm-tokenizer.json").read_text("utf-8")
+    return dict(Tokenizer.from_str(text).get_vocab())
+
+
+@lru_cache(maxsize=65536)
+def rarity(token: str) -> float:
+    """How informative a (stemmed) word is, in [0, 1]: ~0.1 for 'make', 1 for 'tubers'.
+
+    The WordPiece vocabulary lists whole words roughly by corpus frequency, so a word's id is
+    a free frequency rank; a word that is not a single piece is rarer than all of them.
+    """
+    vocab = _vocabulary()
+    ids = [vocab[f] for f in (token, token + "e", token + "s", token + "ing", token + "ed") if f in vocab]
+    ids = [i for i in ids if i >= _FIRST_WORD_ID]
+    if not ids:
+        return 1.0
+    size = len(vocab)
+    return math.log(min(ids) - _FIRST_WORD_ID + 2) / math.log(size - _FIRST_WORD_ID + 2)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,14 +6,21 @@ numbers, negations and names — against that evidence. Pure numpy; no model cal
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from .claims import TextFacts
+from .claims import TextFacts, rarity, stem, strict_numbers, words
 
-TOP_K_EVIDENCE = 3  # evidence window: the k context sentences closest to the claim
+TOP_K_EVIDENCE = 3
+NEGATION_MIN_COS = 0.6  # a flipped negation counts only against a sentence about the same thing
+PARAPHRASE_OVERLAP = 0.6
+PARAPHRASE_REVERSE = 0.3
+_ABOUT_SOURCES = re.compile(
+    r"\b(passages?|contexts?|provided|mention(s|ed)?|documents?|sources?|information)\b", re.IGNORECASE
+)  # evidence window: the k context sentences closest to the claim
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,15 +38,59 @@ class ClaimEvidence:
     missing_entities: tuple[str, ...]  # names in the claim absent from all contexts
     negation_mismatch: bool  # the claim negates and its evidence does not, or vice versa
     n_tokens: int  # content words in the claim
+    novel_tokens: int = 0  # content words of the claim found nowhere in the contexts or question
+    novel_run: int = 0  # longest run of consecutive such words (new information comes in runs)
+    rare_coverage: float = 1.0  # coverage with each word weighted by its rarity
+    rare_novel: float = 0.0  # sum of the rarity of the novel words
+    missing_digits: tuple[str, ...] = ()  # numbers written in digits absent from all contexts
+    about_sources: bool = False  # the claim talks about the passages ("the passages do not say")
+    best_overlap: float = 0.0  # share of the claim's words in its best evidence sentence
+    best_reverse_overlap: float = 0.0  # share of that sentence's words in the claim
+
+    @property
+    def paraphrase(self) -> bool:
+        """The claim restates its best evidence sentence closely (so a difference is a change)."""
+        return self.best_overlap >= PARAPHRASE_OVERLAP and self.best_reverse_overlap >= PARAPHRASE_REVERSE
+
+    @property
+    def close_paraphrase(self) -> bool:
+        """Claim and evidence sentence say nearly the same words (a negation flip shows)."""
+        return self.best_overlap >= 0.7 and self.best_reverse_overlap >= 0.6
+
+    def entity_names(self) -> list[str]:
+        """The missing names as written in the claim."""
+        out: list[str] = []
+        for w in words(self.claim):
+            name = re.sub(r"['’]s$", "", w)
+            if stem(w.lower()) in self.missing_entities and name not in out:
+                out.append(name)
+        return out or list(self.missing_entities)
+
+    def contradiction(self) -> str | None:
+        """A hard contradiction an explicit check can name, or None.
+
+        Digits absent from every context; a negation flipped against a closely matching
+        context sentence; a name absent from the contexts in an otherwise supported claim.
+        """
+        if self.about_sources:
+            return None
+        if self.missing_digits:
+            return "number(s) not in contexts: " + ", ".join(self.missing_digits[:3])
+        if self.negation_mismatch and self.close_paraphrase and self.max_cos >= NEGATION_MIN_COS:
+            return "negation differs from the closest context sentence"
+        if self.missing_entities and self.paraphrase:
+            return "name(s) not in contexts: " + ", ".join(self.entity_names()[:3])
+        return None
 
     def reason(self) -> str:
         """A short human explanation of the weakest point of this claim."""
+        hard = self.contradiction()
+        if hard:
+            return hard
         if self.missing_numbers:
             return "number(s) not in contexts: " + ", ".join(self.missing_numbers[:3])
-        if self.negation_mismatch:
-            return "negation differs from the closest context sentence"
         if self.missing_entities:
-            return "name(s) not in contexts: " + ", ".join(self.missing_entities[:3])
+            return "name(s) not in contexts: " + ", ".join(self.entity_names()[:3])
         if self.local_missing_numbers:
             return "number(s) not near the supporting sentence: " + ", ".join(self.local_missing_numbers[:3])
         if self.coverage < 0.5:
@@ -60,11 +111,15 @@ def check_claims(
     sentence_facts: Sequence[TextFacts],
     sentence_vecs: np.ndarray,
     context_bigrams: set[tuple[str, str]],
+    question_tokens: frozenset[str] = frozenset(),
 ) -> list[ClaimEvidence]:
-    """Evidence for each claim against all context sentences (vectors are unit-normalised)."""
+    """Evidence for each claim against all context sentences (vectors are unit-normalised).
+
+    Words of the question count as supported: restating the question is not a hallucination.
+    """
     if not claims:
         return []
-    all_tokens: set[str] = set()
+    all_tokens: set[str] = set(question_tokens)
     all_numbers: set[str] = set()
     for f in sentence_facts:
         all_tokens |= f.tokens
@@ -85,14 +140,24 @@ def check_claims(
                 window_numbers |= sentence_facts[int(j)].numbers
             evidence = sentences[best]
             evidence_neg = sentence_facts[best].negations
+            best_tokens = sentence_facts[best].tokens
         else:
             max_cos, evidence, evidence_neg = 0.0, "", 0
+            best_tokens = frozenset()
             window_tokens, window_numbers = set(), set()
         n_tok = len(cf.tokens)
         coverage = len(cf.tokens & all_tokens) / n_tok if n_tok else 1.0
         local_cov = len(cf.tokens & window_tokens) / n_tok if n_tok else 1.0
         grams = _bigrams(claim_token_lists[i])
         bigram_cov = len(grams & context_bigrams) / len(grams) if grams else coverage
+        weights = {t: rarity(t) for t in cf.tokens}
+        total_weight = sum(weights.values())
+        novel = cf.tokens - all_tokens
+        rare_novel = sum(weights[t] for t in novel)
+        run = longest = 0
+        for tok in claim_token_lists[i]:
+            run = run + 1 if tok not in all_tokens else 0
+            longest = max(longest, run)
         out.append(
             ClaimEvidence(
                 claim=claim,
@@ -106,6 +171,14 @@ def check_claims(
                 missing_entities=tuple(sorted(cf.entities - all_tokens)),
                 negation_mismatch=(cf.negations > 0) != (evidence_neg > 0),
                 n_tokens=n_tok,
+                novel_tokens=len(novel),
+                novel_run=longest,
+                rare_coverage=1.0 - rare_novel / total_weight if total_weight else 1.0,
+                rare_novel=rare_novel,
+                missing_digits=tuple(sorted(strict_numbers(claim) - all_numbers)),
+                about_sources=bool(_ABOUT_SOURCES.search(claim)),
+                best_overlap=len(cf.tokens & best_tokens) / n_tok if n_tok else 0.0,
+                best_reverse_overlap=len(cf.tokens & best_tokens) / len(best_tokens) if best_tokens else 0.0,
             )
         )
     return out

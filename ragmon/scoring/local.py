@@ -22,6 +22,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -88,6 +89,20 @@ def _embedder_for(model_path: str | None, sha256: str | None, threads: int) -> E
         return _embedders[key]
 
 
+@dataclass(frozen=True, slots=True)
+class Analysis:
+    """Everything the local judge found in one trace before combining it into scores."""
+
+    claims: list[str]
+    evidence: list[ClaimEvidence]
+    context_features: list[local_model.ContextFeatures]
+    question_vec: np.ndarray | None
+    answer_vec: np.ndarray | None
+    claim_vecs: np.ndarray
+    n_contexts: int
+    contexts_ignored: int
+
+
 class LocalJudge:
     """Scores faithfulness, answer relevancy and context precision offline (see module doc)."""
 
@@ -115,6 +130,27 @@ class LocalJudge:
 
     # --- the work -------------------------------------------------------------------------
     def score_sync(self, question: str | None, contexts: Sequence[str], answer: str | None) -> Scores:
+        analysis = self.analyse(question, contexts, answer)
+        t0 = time.perf_counter()
+        details: dict[str, Any] = {}
+        faithfulness = self._faithfulness(analysis.evidence, analysis.n_contexts > 0, details)
+        relevancy = self._answer_relevancy(
+            analysis.question_vec, analysis.answer_vec, analysis.claim_vecs, details
+        )
+        precision = self._context_precision(analysis.context_features, details)
+        if analysis.contexts_ignored:
+            details["contexts_ignored"] = analysis.contexts_ignored
+        self._add_time("combine", time.perf_counter() - t0)
+        return Scores(
+            faithfulness=faithfulness,
+            answer_relevancy=relevancy,
+            context_precision=precision,
+            judge=self.name,
+            details=details,
+        )
+
+    def analyse(self, question: str | None, contexts: Sequence[str], answer: str | None) -> Analysis:
+        """Claims, their evidence and the per-context features, before any model is applied."""
         t0 = time.perf_counter()
         question = (question or "").strip() or None
         answer = (answer or "").strip() or None
@@ -125,7 +161,6 @@ class LocalJudge:
             sents = [p for s in split_sentences(ctx) for p in cut_long(s, MAX_CONTEXT_SENTENCE_WORDS)]
             ctx_sentences.append(sents or [ctx[:1000]])
         flat_sentences = [s for sents in ctx_sentences for s in sents]
-        sentence_owner = [i for i, sents in enumerate(ctx_sentences) for _ in sents]
         t1 = time.perf_counter()
 
         question_vec, claim_vecs, sentence_vecs, answer_vec = self._embed_all(
@@ -138,34 +173,33 @@ class LocalJudge:
         claim_facts = [facts(c) for c in claims]
         context_bigrams: set[tuple[str, str]] = set()
         for s in flat_sentences:
-            toks = content_tokens(s)
-            context_bigrams.update(itertools.pairwise(toks))
+            context_bigrams.update(itertools.pairwise(content_tokens(s)))
+        question_tokens = facts(question).tokens if question else frozenset()
         evidence = check_claims(
             claims, claim_facts, claim_tokens, claim_vecs, flat_sentences, sentence_facts,
-            sentence_vecs, context_bigrams,
+            sentence_vecs, context_bigrams, question_tokens,
         )
         ctx_features = self._context_features(
-            question, question_vec, used_contexts, sentence_facts, sentence_vecs, sentence_owner
+            question, question_vec, ctx_sentences, sentence_facts, sentence_vecs
         )
         t3 = time.perf_counter()
-
-        details: dict[str, Any] = {}
-        faithfulness = self._faithfulness(evidence, bool(used_contexts), details)
-        relevancy = self._answer_relevancy(question_vec, answer_vec, claim_vecs, details)
-        precision = self._context_precision(ctx_features, details)
-        if len(contexts) > MAX_CONTEXTS:
-            details["contexts_ignored"] = len(contexts) - MAX_CONTEXTS
-        t4 = time.perf_counter()
-        with self._stage_lock:
-            for stage, dt in zip(STAGES, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
-                self.stage_seconds[stage] += dt
-        return Scores(
-            faithfulness=faithfulness,
-            answer_relevancy=relevancy,
-            context_precision=precision,
-            judge=self.name,
-            details=details,
+        self._add_time("split", t1 - t0)
+        self._add_time("embed", t2 - t1)
+        self._add_time("evidence", t3 - t2)
+        return Analysis(
+            claims=claims,
+            evidence=evidence,
+            context_features=ctx_features,
+            question_vec=question_vec,
+            answer_vec=answer_vec,
+            claim_vecs=claim_vecs,
+            n_contexts=len(used_contexts),
+            contexts_ignored=max(0, len(contexts) - MAX_CONTEXTS),
         )
+
+    def _add_time(self, stage: str, seconds: float) -> None:
+        with self._stage_lock:
+            self.stage_seconds[stage] += seconds
 
     def _embed_all(
         self, question: str | None, claims: list[str], sentences: list[str], answer: str | None
@@ -205,28 +239,36 @@ class LocalJudge:
     def _context_features(
         question: str | None,
         question_vec: np.ndarray | None,
-        contexts: Sequence[str],
+        ctx_sentences: Sequence[Sequence[str]],
         sentence_facts: Sequence[TextFacts],
         sentence_vecs: np.ndarray,
-        sentence_owner: Sequence[int],
     ) -> list[local_model.ContextFeatures]:
-        if question is None or question_vec is None or not contexts:
+        if question is None or question_vec is None or not ctx_sentences:
             return []
-        q_facts = facts(question)
-        numeric = local_model.is_numeric_question(question)
         sims = sentence_vecs @ question_vec if len(sentence_vecs) else np.zeros(0)
-        owner = np.asarray(sentence_owner)
-        out = []
-        for i in range(len(contexts)):
-            mask = owner == i
-            best_cos = float(sims[mask].max()) if mask.any() else 0.0
-            tokens: set[str] = set()
-            nums: set[str] = set()
-            for j in np.flatnonzero(mask):
-                tokens |= sentence_facts[int(j)].tokens
-                nums |= sentence_facts[int(j)].numbers
-            out.append(local_model.context_features(q_facts, numeric, best_cos, tokens, nums, contexts[i]))
-        return out
+        # The question minus what all contexts share (their centroid): what is specific to it.
+        centroid = sentence_vecs.mean(axis=0) if len(sentence_vecs) else np.zeros_like(question_vec)
+        norm = float(np.linalg.norm(centroid))
+        specific = question_vec - (question_vec @ centroid) / (norm * norm) * centroid if norm > 0 else question_vec
+        specific_norm = float(np.linalg.norm(specific))
+        resid = sentence_vecs @ specific / specific_norm if specific_norm > 1e-6 else sims
+        evidence = []
+        start = 0
+        for sents in ctx_sentences:
+            stop = start + len(sents)
+            own = sentence_facts[start:stop]
+            evidence.append(
+                local_model.ContextEvidence(
+                    best_cos=float(sims[start:stop].max()) if stop > start else 0.0,
+                    best_specific_cos=float(resid[start:stop].max()) if stop > start else 0.0,
+                    tokens=frozenset().union(*(f.tokens for f in own)),
+                    numbers=frozenset().union(*(f.numbers for f in own)),
+                    entities=frozenset().union(*(f.entities for f in own)),
+                    sentences=tuple(sents),
+                )
+            )
+            start = stop
+        return local_model.context_features(question, facts(question), evidence)
 
     # --- the three metrics ----------------------------------------------------------------
     @staticmethod
@@ -240,7 +282,10 @@ class LocalJudge:
             return 0.0
         supports = [local_model.claim_support(e) for e in evidence]
         score = local_model.faithfulness(evidence, supports)
-        weakest = int(np.argmin(supports))
+        contradicted = [i for i, e in enumerate(evidence) if e.contradiction()]
+        weakest = contradicted[0] if contradicted else int(np.argmin(supports))
+        if contradicted:
+            details["contradicted_claims"] = len(contradicted)
         details["claims"] = len(evidence)
         details["unsupported_claims"] = sum(s < 0.5 for s in supports)
         details["least_supported_claim"] = _short(evidence[weakest].claim)
@@ -283,4 +328,4 @@ class LocalJudge:
         return context_average_precision(verdicts)
 
 
-__all__ = ["STAGES", "LocalJudge"]
+__all__ = ["STAGES", "Analysis", "LocalJudge"]

@@ -8,14 +8,22 @@ features; their coefficients live in ``local_coefficients.py`` (plain numbers, r
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from . import local_coefficients as coef
-from .claims import TextFacts
+from .claims import TextFacts, content_tokens
 from .evidence import ClaimEvidence
 
-CONTEXT_RELEVANT_THRESHOLD = coef.CONTEXT_THRESHOLD
+# Scores are shifted so that 0.5 is the best balanced-accuracy threshold found when fitting:
+# "below 0.5" then means "more likely a failure than not, on balanced classes".
+CONTEXT_RELEVANT_THRESHOLD = 0.5
+FAITHFULNESS_THRESHOLD = 0.5
+# A claim that an explicit check shows to contradict the contexts (a number, a flipped
+# negation, a foreign name) caps faithfulness just below the threshold: the verdict flips to
+# "unfaithful" while the ranking among answers already judged unfaithful is left alone.
+CONTRADICTION_CAP = 0.45
 
 
 def _sigmoid(z: float) -> float:
@@ -23,6 +31,11 @@ def _sigmoid(z: float) -> float:
         return 1.0 / (1.0 + math.exp(-z))
     e = math.exp(z)
     return e / (1.0 + e)
+
+
+def _logit(p: float) -> float:
+    p = min(max(p, 1e-6), 1 - 1e-6)
+    return math.log(p / (1 - p))
 
 
 def _clip01(x: float) -> float:
@@ -46,7 +59,23 @@ def claim_features(e: ClaimEvidence) -> dict[str, float]:
         "missing_entity": 1.0 if e.missing_entities else 0.0,
         "negation_mismatch": 1.0 if e.negation_mismatch else 0.0,
         "short_claim": 1.0 if e.n_tokens <= 3 else 0.0,
+        "log_novel": math.log1p(e.novel_tokens),
+        "novel_run": min(e.novel_run, 5) / 5.0,
+        "rare_coverage": e.rare_coverage,
+        "log_rare_novel": math.log1p(e.rare_novel),
     }
+
+
+CLAIM_FEATURES = [
+    "max_cos", "coverage", "local_coverage", "bigram_coverage", "missing_number",
+    "local_missing_number", "missing_entity", "negation_mismatch", "short_claim", "log_novel",
+    "novel_run",
+]
+ANSWER_BASE_FEATURES = [
+    "min_cos", "mean_cos", "min_coverage", "mean_coverage", "min_bigram", "mean_bigram",
+    "any_missing_number", "any_local_missing_number", "share_missing_entity",
+    "any_negation_mismatch", "log_claims", "log_novel_total", "max_novel_run", "share_low_coverage",
+]
 
 
 def claim_support(e: ClaimEvidence) -> float:
@@ -72,11 +101,26 @@ def answer_features(evidence: Sequence[ClaimEvidence], supports: Sequence[float]
         "share_missing_entity": sum(f["missing_entity"] > 0 for f in feats) / n,
         "any_negation_mismatch": max(f["negation_mismatch"] for f in feats),
         "log_claims": math.log1p(n),
+        "log_novel_total": math.log1p(sum(e.novel_tokens for e in evidence)),
+        "max_novel_run": max(f["novel_run"] for f in feats),
+        "share_low_coverage": sum(f["coverage"] < 0.6 for f in feats) / n,
+        "share_unsupported": sum(s < 0.5 for s in supports) / n,
+        "novel_share_total": sum(e.novel_tokens for e in evidence) / max(1, sum(e.n_tokens for e in evidence)),
+        "log_answer_tokens": math.log1p(sum(e.n_tokens for e in evidence)),
+        "mean_novel_run": sum(f["novel_run"] for f in feats) / n,
+        "share_runs": sum(f["novel_run"] >= 0.6 for f in feats) / n,
+        "min_rare_coverage": min(f["rare_coverage"] for f in feats),
+        "mean_rare_coverage": sum(f["rare_coverage"] for f in feats) / n,
+        "log_rare_novel_total": math.log1p(sum(e.rare_novel for e in evidence)),
     }
 
 
 def faithfulness(evidence: Sequence[ClaimEvidence], supports: Sequence[float]) -> float:
-    return _sigmoid(_linear(coef.ANSWER_WEIGHTS, answer_features(evidence, supports)))
+    z = _linear(coef.ANSWER_WEIGHTS, answer_features(evidence, supports))
+    score = _sigmoid(z - _logit(coef.FAITHFULNESS_THRESHOLD))
+    if any(e.contradiction() for e in evidence):
+        score = min(score, CONTRADICTION_CAP)
+    return score
 
 
 # --- answer relevancy -----------------------------------------------------------------------
@@ -87,51 +131,103 @@ def answer_relevancy(whole_cos: float, best_claim_cos: float) -> float:
 
 
 # --- context relevance ----------------------------------------------------------------------
+# Features of one retrieved context, by name; computed for all contexts of a trace at once
+# because some are relative to the best context of the same trace.
+ContextFeatures = dict[str, float]
+
+CONTEXT_FEATURES = [
+    "best_cos", "cos_gap", "specific_cos", "question_coverage", "coverage_gap", "idf_coverage",
+    "question_entity_coverage", "answer_type_match", "definition", "length", "pronoun_start",
+]
+
+_DATE_Q = re.compile(r"\b(when|what (year|day|date|month|time|century|decade)|how old|how long ago|born)\b")
+_NUMBER_Q = re.compile(r"\b(how (many|much|long|far|tall|big|large|fast|deep|high|old|often)|what (percentage|"
+                       r"number|size|height|temperature|population|age))\b")
+_PERSON_Q = re.compile(r"^\s*(who|whom|whose)\b")
+_PLACE_Q = re.compile(r"^\s*where\b")
+_DEFINITION_Q = re.compile(r"^\s*(what|who)\s+(is|are|was|were)\b|^\s*(what|who)\b.*\bmean")
+_DEFINITION = re.compile(r"^\W*(?:[\w'’.-]+[\s,()]+){0,8}?(?:is|are|was|were|refers to|means|stands for)\s")
+_YEAR_OR_MONTH = re.compile(
+    r"\b(1[0-9]{3}|20[0-9]{2}|january|february|march|april|may|june|july|august|september|october|"
+    r"november|december|century|bc|ad)\b",
+    re.IGNORECASE,
+)
+_PRONOUN_START = re.compile(r"^\W*(it|they|this|these|he|she|its|their|his|her)\b", re.IGNORECASE)
+
+
 @dataclass(frozen=True, slots=True)
-class ContextFeatures:
+class ContextEvidence:
+    """What the relevance model needs from one context (pre-computed by the judge)."""
+
     best_cos: float  # best cosine between the question and a sentence of the context
-    question_coverage: float  # share of the question's content words found in the context
-    question_entity_coverage: float  # share of the question's names found (1 when it has none)
-    answer_type_match: float  # the question asks for a number/date and the context has one
-    length: float  # log words of the context, scaled
+    best_specific_cos: float  # same, with the direction all contexts share removed from the question
+    tokens: frozenset[str]
+    numbers: frozenset[str]
+    entities: frozenset[str]
+    sentences: tuple[str, ...]
 
 
-_NUMERIC_WH = ("how many", "how much", "how long", "how old", "how far", "how tall", "how big",
-               "what year", "when", "what percentage", "how large", "how fast", "how deep")
-
-
-def is_numeric_question(question: str) -> bool:
+def question_type(question: str) -> str:
     q = question.lower()
-    return any(cue in q for cue in _NUMERIC_WH)
+    if _DATE_Q.search(q):
+        return "date"
+    if _NUMBER_Q.search(q):
+        return "number"
+    if _PERSON_Q.search(q):
+        return "person"
+    if _PLACE_Q.search(q):
+        return "place"
+    return "other"
 
 
-def context_features(
-    question: TextFacts,
-    numeric_question: bool,
-    best_cos: float,
-    tokens: set[str],
-    numbers: set[str],
-    text: str,
-) -> ContextFeatures:
+def _answer_type_match(qtype: str, ctx: ContextEvidence, question: TextFacts) -> float:
+    text = " ".join(ctx.sentences)
+    if qtype == "date":
+        return 1.0 if _YEAR_OR_MONTH.search(text) else 0.0
+    if qtype == "number":
+        return 1.0 if ctx.numbers else 0.0
+    if qtype in ("person", "place"):
+        return 1.0 if (ctx.entities - question.tokens) else 0.0
+    return 0.0
+
+
+def context_features(question_text: str, question: TextFacts, contexts: Sequence[ContextEvidence]) -> list[
+        ContextFeatures]:
+    """Per-context relevance features for all contexts of one trace."""
+    if not contexts:
+        return []
+    qtype = question_type(question_text)
+    definitional = bool(_DEFINITION_Q.search(question_text.lower()))
     q_tokens = question.tokens
-    coverage = len(q_tokens & tokens) / len(q_tokens) if q_tokens else 0.0
-    ents = question.entities
-    ent_cov = len(ents & tokens) / len(ents) if ents else 1.0
-    return ContextFeatures(
-        best_cos=best_cos,
-        question_coverage=coverage,
-        question_entity_coverage=ent_cov,
-        answer_type_match=1.0 if (numeric_question and numbers) else 0.0,
-        length=min(math.log1p(len(text.split())) / 5.0, 1.0),
-    )
+    n = len(contexts)
+    # in-trace IDF: a question word found in every context says little about which is relevant
+    idf = {t: math.log((n + 1) / (sum(t in c.tokens for c in contexts) + 0.5)) + 1.0 for t in q_tokens}
+    idf_total = sum(idf.values())
+    raw = []
+    for c in contexts:
+        coverage = len(q_tokens & c.tokens) / len(q_tokens) if q_tokens else 0.0
+        idf_cov = sum(idf[t] for t in q_tokens & c.tokens) / idf_total if idf_total else 0.0
+        ents = question.entities
+        first_words = set(content_tokens(" ".join(c.sentences[0].split()[:6]))) if c.sentences else set()
+        is_definition = any(_DEFINITION.search(s) for s in c.sentences[:3]) and bool(first_words & q_tokens)
+        raw.append({
+            "best_cos": c.best_cos,
+            "specific_cos": c.best_specific_cos,
+            "question_coverage": coverage,
+            "idf_coverage": idf_cov,
+            "question_entity_coverage": len(ents & c.tokens) / len(ents) if ents else 1.0,
+            "answer_type_match": _answer_type_match(qtype, c, question),
+            "definition": 1.0 if (definitional and is_definition) else 0.0,
+            "length": min(math.log1p(sum(len(s.split()) for s in c.sentences)) / 5.0, 1.0),
+            "pronoun_start": 1.0 if c.sentences and _PRONOUN_START.search(c.sentences[0]) else 0.0,
+        })
+    best_cos = max(r["best_cos"] for r in raw)
+    best_cov = max(r["question_coverage"] for r in raw)
+    for r in raw:
+        r["cos_gap"] = r["best_cos"] - best_cos
+        r["coverage_gap"] = r["question_coverage"] - best_cov
+    return raw
 
 
 def context_relevance(f: ContextFeatures) -> float:
-    feats = {
-        "best_cos": f.best_cos,
-        "question_coverage": f.question_coverage,
-        "question_entity_coverage": f.question_entity_coverage,
-        "answer_type_match": f.answer_type_match,
-        "length": f.length,
-    }
-    return _sigmoid(_linear(coef.CONTEXT_WEIGHTS, feats))
+    return _sigmoid(_linear(coef.CONTEXT_WEIGHTS, f) - _logit(coef.CONTEXT_THRESHOLD))

@@ -1,0 +1,1 @@
+"""Measure a judge against human labels: statistics (``stats``) and the ``calibrate`` run."""

@@ -1,0 +1,218 @@
+"""Agreement statistics between a judge's scores and human labels — numpy only.
+
+Conventions: ``labels`` are 1 for the *good* class (faithful, relevant) and 0 for the
+*failure* class; ``scores`` are the judge's scores, higher meaning better. A score below the
+threshold predicts a failure. Precision, recall and F1 are reported for the failure class,
+because that is what a monitor is for.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+ArrayLike = Sequence[float] | np.ndarray
+
+
+def _arrays(labels: ArrayLike, scores: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    y = np.asarray(labels, dtype=np.int64)
+    s = np.asarray(scores, dtype=np.float64)
+    if y.shape != s.shape or y.ndim != 1:
+        raise ValueError(f"labels and scores must be 1-d of equal length, got {y.shape} and {s.shape}")
+    return y, s
+
+
+def rankdata(values: ArrayLike) -> np.ndarray:
+    """1-based ranks with ties given their average rank (as scipy.stats.rankdata)."""
+    v = np.asarray(values, dtype=np.float64)
+    order = np.argsort(v, kind="mergesort")
+    sorted_v = v[order]
+    ranks = np.empty(len(v), dtype=np.float64)
+    # boundaries of runs of equal values
+    starts = np.flatnonzero(np.r_[True, sorted_v[1:] != sorted_v[:-1]])
+    ends = np.r_[starts[1:], len(v)]
+    for lo, hi in zip(starts, ends, strict=True):
+        ranks[order[lo:hi]] = (lo + 1 + hi) / 2.0  # mean of ranks lo+1 .. hi
+    return ranks
+
+
+def roc_auc(labels: ArrayLike, scores: ArrayLike) -> float:
+    """Probability that a random good item scores above a random failure (ties count 1/2).
+
+    Mann-Whitney rank formula; NaN when only one class is present.
+    """
+    y, s = _arrays(labels, scores)
+    n_pos = int((y == 1).sum())
+    n_neg = int((y == 0).sum())
+    if n_pos == 0 or n_neg == 0:
+        return math.nan
+    ranks = rankdata(s)
+    return float((ranks[y == 1].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
+
+
+@dataclass(frozen=True, slots=True)
+class Confusion:
+    """Counts with the failure class (label 0) as the positive class."""
+
+    tp: int  # failure predicted failure
+    fp: int  # good predicted failure
+    fn: int  # failure predicted good
+    tn: int  # good predicted good
+
+
+def confusion(labels: ArrayLike, scores: ArrayLike, threshold: float) -> Confusion:
+    y, s = _arrays(labels, scores)
+    pred_fail = s < threshold
+    fail = y == 0
+    return Confusion(
+        tp=int((pred_fail & fail).sum()),
+        fp=int((pred_fail & ~fail).sum()),
+        fn=int((~pred_fail & fail).sum()),
+        tn=int((~pred_fail & ~fail).sum()),
+    )
+
+
+def _div(a: float, b: float) -> float:
+    return a / b if b else math.nan
+
+
+def balanced_accuracy(c: Confusion) -> float:
+    """Mean of the recall of each class (NaN when a class is absent)."""
+    return (_div(c.tp, c.tp + c.fn) + _div(c.tn, c.tn + c.fp)) / 2.0
+
+
+def precision_recall_f1(c: Confusion) -> tuple[float, float, float]:
+    """For the failure class. F1 is NaN when both precision and recall are undefined or 0."""
+    p = _div(c.tp, c.tp + c.fp)
+    r = _div(c.tp, c.tp + c.fn)
+    f1 = _div(2 * p * r, p + r) if not (math.isnan(p) or math.isnan(r)) else math.nan
+    return p, r, f1
+
+
+def cohen_kappa(c: Confusion) -> float:
+    """Agreement beyond chance between the judge's verdicts and the labels."""
+    n = c.tp + c.fp + c.fn + c.tn
+    if n == 0:
+        return math.nan
+    observed = (c.tp + c.tn) / n
+    p_fail_pred = (c.tp + c.fp) / n
+    p_fail_true = (c.tp + c.fn) / n
+    expected = p_fail_pred * p_fail_true + (1 - p_fail_pred) * (1 - p_fail_true)
+    if expected == 1.0:
+        return math.nan if observed != 1.0 else 1.0
+    return (observed - expected) / (1.0 - expected)
+
+
+def best_threshold(labels: ArrayLike, scores: ArrayLike) -> tuple[float, float]:
+    """The threshold that maximises balanced accuracy (equivalently Youden's J = TPR - FPR).
+
+    Candidates are midpoints between consecutive distinct scores (and just above the largest),
+    so the threshold does not sit on any item's score. Returns (threshold, balanced accuracy).
+    """
+    y, s = _arrays(labels, scores)
+    if len(s) == 0 or (y == 1).all() or (y == 0).all():
+        return math.nan, math.nan
+    distinct = np.unique(s)
+    candidates = np.r_[(distinct[:-1] + distinct[1:]) / 2.0, distinct[-1] + 1e-9]
+    n_fail = (y == 0).sum()
+    n_good = (y == 1).sum()
+    # vectorised: for each candidate, failures below it and goods at or above it
+    order = np.argsort(s)
+    s_sorted, y_sorted = s[order], y[order]
+    below = np.searchsorted(s_sorted, candidates, side="left")
+    fail_cum = np.r_[0, np.cumsum(y_sorted == 0)]
+    good_cum = np.r_[0, np.cumsum(y_sorted == 1)]
+    tpr = fail_cum[below] / n_fail
+    tnr = (n_good - good_cum[below]) / n_good
+    ba = (tpr + tnr) / 2.0
+    best = int(np.argmax(ba))
+    return float(candidates[best]), float(ba[best])
+
+
+def bootstrap_ci(
+    labels: ArrayLike,
+    scores: ArrayLike,
+    statistic: Callable[[np.ndarray, np.ndarray], float],
+    *,
+    n: int = 1000,
+    seed: int = 0,
+    alpha: float = 0.05,
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of ``statistic(labels, scores)`` over resampled rows.
+
+    Resamples in which the statistic is undefined (NaN, e.g. one class only) are dropped.
+    """
+    y, s = _arrays(labels, scores)
+    if n <= 0 or len(y) == 0:
+        return math.nan, math.nan
+    rng = np.random.default_rng(seed)
+    values = []
+    for _ in range(n):
+        idx = rng.integers(0, len(y), len(y))
+        v = statistic(y[idx], s[idx])
+        if not math.isnan(v):
+            values.append(v)
+    if not values:
+        return math.nan, math.nan
+    lo, hi = np.quantile(values, [alpha / 2.0, 1.0 - alpha / 2.0])
+    return float(lo), float(hi)
+
+
+# --- ranking metrics for per-context labels -------------------------------------------------
+def ranking_order(scores: ArrayLike) -> np.ndarray:
+    """Indices by descending score; ties keep the original (retriever) order."""
+    s = np.asarray(scores, dtype=np.float64)
+    return np.argsort(-s, kind="stable")
+
+
+def average_precision(relevance_in_rank_order: ArrayLike) -> float:
+    """AP of one ranked list of 0/1 relevance; NaN when nothing is relevant."""
+    rel = np.asarray(relevance_in_rank_order, dtype=np.float64)
+    if rel.sum() == 0:
+        return math.nan
+    hits = np.cumsum(rel)
+    precision_at_k = hits / np.arange(1, len(rel) + 1)
+    return float((precision_at_k * rel).sum() / rel.sum())
+
+
+def reciprocal_rank(relevance_in_rank_order: ArrayLike) -> float:
+    rel = np.asarray(relevance_in_rank_order)
+    hits = np.flatnonzero(rel > 0)
+    return float(1.0 / (hits[0] + 1)) if len(hits) else math.nan
+
+
+def ndcg_at_k(relevance_in_rank_order: ArrayLike, k: int) -> float:
+    """NDCG@k with linear gains and log2 discounts; NaN when nothing is relevant."""
+    rel = np.asarray(relevance_in_rank_order, dtype=np.float64)
+    ideal = np.sort(rel)[::-1][:k]
+    discounts = 1.0 / np.log2(np.arange(2, k + 2))
+    idcg = float((ideal * discounts[: len(ideal)]).sum())
+    if idcg == 0:
+        return math.nan
+    got = rel[:k]
+    return float((got * discounts[: len(got)]).sum()) / idcg
+
+
+def ranking_metrics(
+    labels_per_query: Sequence[Sequence[int]], scores_per_query: Sequence[Sequence[float]], k: int
+) -> dict[str, float]:
+    """MAP, MRR and NDCG@k over queries that have at least one relevant item."""
+    aps, rrs, ndcgs = [], [], []
+    for labels, scores in zip(labels_per_query, scores_per_query, strict=True):
+        rel = np.asarray(labels)[ranking_order(scores)]
+        if rel.sum() == 0:
+            continue
+        aps.append(average_precision(rel))
+        rrs.append(reciprocal_rank(rel))
+        ndcgs.append(ndcg_at_k(rel, k))
+    if not aps:
+        return {"map": math.nan, "mrr": math.nan, f"ndcg@{k}": math.nan, "queries": 0}
+    return {
+        "map": float(np.mean(aps)),
+        "mrr": float(np.mean(rrs)),
+        f"ndcg@{k}": float(np.mean(ndcgs)),
+        "queries": len(aps),
+    }
