@@ -42,7 +42,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -177,6 +176,7 @@ class _TraceView:
             roots = [s for s in self.spans if s.parent_is_remote]
         self.root = roots[0] if roots else None
         self._depth: dict[str, int] = {}
+        self._outermost: list[SpanRecord] | None = None
 
     def ancestors(self, span: SpanRecord) -> Iterable[SpanRecord]:
         seen = {span.span_id}
@@ -258,7 +258,9 @@ class _TraceView:
         return flag
 
     def _outermost_first(self) -> list[SpanRecord]:
-        return sorted(self.spans, key=lambda s: (self.depth(s), s.start_time_ns))
+        if self._outermost is None:
+            self._outermost = sorted(self.spans, key=lambda s: (self.depth(s), s.start_time_ns))
+        return self._outermost
 
     def first_attr(self, *keys: str, prefer: SpanRecord | None = None) -> AttrValue:
         ordered = ([prefer] if prefer is not None else []) + self._outermost_first()
@@ -368,21 +370,9 @@ def _reranker_documents(span: SpanRecord) -> list[Document]:
     return _flattened_documents(span.attributes, sc.RERANKER_OUTPUT_DOCUMENTS_PREFIX) or _span_documents(span)
 
 
-_FLAT_RE_CACHE: dict[str, re.Pattern[str]] = {}
-
-
 def _flattened_documents(attrs: Mapping[str, AttrValue], prefix: str) -> list[Document]:
     """``{prefix}.{i}.document.{id,content,score,metadata}`` -> documents by index."""
-    pattern = _FLAT_RE_CACHE.get(prefix)
-    if pattern is None:
-        pattern = _FLAT_RE_CACHE[prefix] = re.compile(re.escape(prefix) + r"\.(\d+)\.(document\.\w+)$")
-    fields: dict[int, dict[str, AttrValue]] = {}
-    for key, value in attrs.items():
-        if not key.startswith(prefix):
-            continue
-        match = pattern.match(key)
-        if match:
-            fields.setdefault(int(match.group(1)), {})[match.group(2)] = value
+    fields = _indexed_fields(attrs, prefix + ".", "document.")
     docs: list[Document] = []
     for index in sorted(fields):
         f = fields[index]
@@ -393,6 +383,19 @@ def _flattened_documents(attrs: Mapping[str, AttrValue], prefix: str) -> list[Do
         docs.append(Document(id=doc_id, content=content, score=_float(f.get(sc.DOCUMENT_SCORE)),
                              rank=len(docs), metadata=_metadata(f.get(sc.DOCUMENT_METADATA))))
     return docs
+
+
+def _indexed_fields(attrs: Mapping[str, AttrValue], prefix: str, field_prefix: str) -> dict[int, dict[str, Any]]:
+    """Flattened list attributes ``{prefix}{i}.{field}`` -> ``{i: {field: value}}`` (string
+    splitting, not a regex: this runs over every attribute of every data-carrying span)."""
+    fields: dict[int, dict[str, Any]] = {}
+    for key, value in attrs.items():
+        if not key.startswith(prefix):
+            continue
+        index, dot, field = key[len(prefix):].partition(".")
+        if dot and index.isdigit() and field.startswith(field_prefix):
+            fields.setdefault(int(index), {})[field] = value
+    return fields
 
 
 def _event_documents(span: SpanRecord) -> list[Document]:
@@ -570,21 +573,10 @@ def _messages(span: SpanRecord) -> list[tuple[str, str, Any]]:
     return out
 
 
-_MSG_RE_CACHE: dict[str, re.Pattern[str]] = {}
-
-
 def _flattened_messages(attrs: Mapping[str, AttrValue], prefix: str) -> list[tuple[str, str, Any]]:
     """``llm.input_messages.{i}.message.{role,content}`` and ``gen_ai.prompt.{i}.{role,content}``."""
-    pattern = _MSG_RE_CACHE.get(prefix)
-    if pattern is None:
-        pattern = _MSG_RE_CACHE[prefix] = re.compile(
-            re.escape(prefix) + r"\.(\d+)\.(?:message\.)?(role|content)$")
-    rows: dict[int, dict[str, Any]] = {}
-    for key, value in attrs.items():
-        if key.startswith(prefix):
-            match = pattern.match(key)
-            if match:
-                rows.setdefault(int(match.group(1)), {})[match.group(2)] = value
+    raw = _indexed_fields(attrs, prefix + ".", "")
+    rows = {i: {k.removeprefix("message."): v for k, v in f.items()} for i, f in raw.items()}
     out: list[tuple[str, str, Any]] = []
     for index in sorted(rows):
         text = _str(rows[index].get("content"))
