@@ -13,6 +13,7 @@ trace carries the same pipeline label, nested pipelines included.
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any
@@ -28,6 +29,7 @@ from .attributes import user_attributes
 from .content import answer_text, apply_policy, chunk_text, question_text
 from .documents import metadata_json, to_records
 
+EXCEPTION_STACKTRACE = "exception.stacktrace"  # OTel semantic convention, written by record_exception
 KIND_BY_STAGE: Mapping[str, str] = {
     sc.STAGE_PIPELINE: sc.KIND_CHAIN,
     sc.STAGE_RETRIEVER: sc.KIND_RETRIEVER,
@@ -281,8 +283,20 @@ class RagSpan:
             attrs[sc.ERROR_TYPE] = error_type
         self._span.set_attributes(attrs)
         if exc is not None:
-            self._span.record_exception(exc)
-            self._span.set_status(Status(StatusCode.ERROR, f"{error_type}: {exc}"))
+            message = str(exc)
+            if self._redact is None:
+                self._span.record_exception(exc)
+            else:  # exception messages and stack traces can quote user text too
+                message = self._redact_text(sc.EXCEPTION_MESSAGE, message)
+                stack = self._redact_text(EXCEPTION_STACKTRACE, "".join(
+                    traceback.format_exception(type(exc), exc, exc.__traceback__)))
+                self._span.record_exception(exc, attributes={sc.EXCEPTION_MESSAGE: message,
+                                                             EXCEPTION_STACKTRACE: stack})
+            self._span.set_status(Status(StatusCode.ERROR, f"{error_type}: {message}"))
+
+    def _redact_text(self, field: str, text: str) -> str:
+        out, _, _ = apply_policy(field, text, self._redact, self._cap)
+        return out if out is not None else ""
 
     def _record_answer(self, answer: Any) -> None:
         if not self._recording or self._ended or not self._sampled:

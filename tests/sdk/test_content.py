@@ -229,3 +229,37 @@ def test_max_documents_caps_and_marks() -> None:
     assert sc.retrieval_document_attr(4, sc.DOCUMENT_ID) in a
     assert sc.retrieval_document_attr(5, sc.DOCUMENT_ID) not in a
     assert sc.RETRIEVAL_DOCUMENTS_PREFIX in a[sc.RAGMON_TRUNCATED_FIELDS]
+
+
+def test_redaction_applies_to_exception_messages_and_stack_traces() -> None:
+    spans = init_memory(redact=lambda field, text: EMAIL.sub("[email]", text))
+    boom = LookupError("no profile for alice@example.com")
+
+    @ragmon.retriever
+    def search(query: str) -> list[str]:
+        raise boom
+
+    with pytest.raises(LookupError) as info:
+        search("q")
+    assert info.value is boom and "alice@example.com" in str(info.value)  # the app's exception is untouched
+    span = spans.one("search")
+    event = next(e for e in span.events if e.name == sc.EXCEPTION_EVENT)
+    assert event.attributes[sc.EXCEPTION_MESSAGE] == "no profile for [email]"
+    assert "[email]" in event.attributes["exception.stacktrace"]
+    assert "@" not in event.attributes["exception.stacktrace"]
+    assert span.status.description == "LookupError: no profile for [email]"
+    assert span.attributes[sc.ERROR_TYPE] == "LookupError"
+
+
+def test_streamed_answer_is_capped_and_marked() -> None:
+    spans = init_memory(max_field_chars=100)
+
+    @ragmon.generator
+    def stream(query: str) -> Any:
+        for _ in range(1000):
+            yield "token "
+
+    assert len(list(stream("q"))) == 1000
+    out = spans.one("stream").attributes[sc.OUTPUT_VALUE]
+    assert len(out) == 100 and out.endswith(sc.TRUNCATION_MARKER)
+    assert spans.one("stream").attributes[sc.RAGMON_TRUNCATED_FIELDS] == (sc.OUTPUT_VALUE,)
