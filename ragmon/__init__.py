@@ -14,7 +14,7 @@ The agent (``ragmon agent``) and the judges live in submodules that the SDK neve
 from ._version import __version__
 from .sdk.decorators import generator, pipeline, retriever
 from .sdk.manual import current_span, current_trace_id, record_feedback, span
-from .sdk.setup import init, shutdown
+from .sdk.setup import flush, init, shutdown
 from .sdk.spans import RagSpan
 from .types import Document, RagTrace, Scores
 
@@ -26,6 +26,7 @@ __all__ = [
     "__version__",
     "current_span",
     "current_trace_id",
+    "flush",
     "generator",
     "init",
     "pipeline",

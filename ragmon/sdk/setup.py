@@ -405,6 +405,16 @@ def shutdown(timeout_millis: int = 30_000) -> bool:
         return False
 
 
+def flush(timeout_millis: int = 30_000) -> bool:
+    """Export ragmon's pending spans now (e.g. before a short-lived job exits). Never raises."""
+    try:
+        processor = _STATE.processor
+        return processor.force_flush(timeout_millis) if processor is not None else True
+    except Exception as exc:
+        _runtime.internal_error("flush", exc)
+        return False
+
+
 def active_exporter() -> SpanExporter | None:
     """The exporter the last ``init()`` built (None for ``exporter="none"`` or before init)."""
     return _STATE.exporter

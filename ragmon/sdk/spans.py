@@ -13,6 +13,7 @@ trace carries the same pipeline label, nested pipelines included.
 
 from __future__ import annotations
 
+import threading
 import traceback
 from collections.abc import Iterable, Mapping, Sequence
 from contextvars import ContextVar
@@ -55,15 +56,22 @@ _CURRENT: ContextVar[RagSpan | None] = ContextVar("ragmon_current_span", default
 _DOC_KEYS: list[tuple[str, str, str, str]] = []
 
 
+_DOC_KEYS_LOCK = threading.Lock()
+
+
 def _doc_keys(index: int) -> tuple[str, str, str, str]:
-    while len(_DOC_KEYS) <= index:  # key strings built once per index, not once per call
-        i = len(_DOC_KEYS)
-        _DOC_KEYS.append((
-            sc.retrieval_document_attr(i, sc.DOCUMENT_ID),
-            sc.retrieval_document_attr(i, sc.DOCUMENT_CONTENT),
-            sc.retrieval_document_attr(i, sc.DOCUMENT_SCORE),
-            sc.retrieval_document_attr(i, sc.DOCUMENT_METADATA),
-        ))
+    """Attribute names for document ``index``, built once per index rather than once per call."""
+    if index < len(_DOC_KEYS):
+        return _DOC_KEYS[index]
+    with _DOC_KEYS_LOCK:  # two threads growing the list at once would misalign it
+        while len(_DOC_KEYS) <= index:
+            i = len(_DOC_KEYS)
+            _DOC_KEYS.append((
+                sc.retrieval_document_attr(i, sc.DOCUMENT_ID),
+                sc.retrieval_document_attr(i, sc.DOCUMENT_CONTENT),
+                sc.retrieval_document_attr(i, sc.DOCUMENT_SCORE),
+                sc.retrieval_document_attr(i, sc.DOCUMENT_METADATA),
+            ))
     return _DOC_KEYS[index]
 
 

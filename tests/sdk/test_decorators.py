@@ -558,3 +558,27 @@ def test_output_of_answer_objects(spans: Spans) -> None:
 def test_non_callable_is_rejected() -> None:
     with pytest.raises(TypeError, match=r"ragmon\.retriever decorates a function"):
         ragmon.retriever(42)  # type: ignore[call-overload]
+
+
+def test_threads_do_not_mix_traces(spans: Spans) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    @ragmon.retriever
+    def search(query: str) -> list[dict[str, Any]]:
+        return [{"id": f"{query}-{i}", "text": f"{query} text {i}"} for i in range(60)]
+
+    @ragmon.pipeline
+    def rag(query: str) -> str:
+        search(query)
+        return query
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        assert list(pool.map(rag, [f"q{i}" for i in range(32)])) == [f"q{i}" for i in range(32)]
+    roots = {s.context.span_id: s for s in spans.all() if s.name == "rag"}
+    retrievers = [s for s in spans.all() if s.name == "search"]
+    assert len(roots) == len(retrievers) == 32
+    for retr in retrievers:
+        question = roots[retr.parent.span_id].attributes[sc.INPUT_VALUE]
+        assert retr.attributes[sc.INPUT_VALUE] == question
+        for i in (0, 59):
+            assert retr.attributes[sc.retrieval_document_attr(i, sc.DOCUMENT_ID)] == f"{question}-{i}"

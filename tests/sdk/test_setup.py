@@ -199,6 +199,18 @@ def test_shutdown_flushes_and_leaves_the_users_provider_running(fresh_global_ote
     assert len(ours.get_finished_spans()) == 3
 
 
+def test_flush_exports_pending_spans_without_shutting_down(no_global: None) -> None:
+    ours = InMemorySpanExporter()
+    ragmon.init(exporter="none", span_processor=BatchSpanProcessor(ours, schedule_delay_millis=3_600_000),
+                set_global=False)
+    rag("q")
+    assert ragmon.flush() is True
+    assert names(ours) == sorted(["qa", "search", "generate"])
+    rag("q")
+    assert ragmon.flush() is True
+    assert len(ours.get_finished_spans()) == 6
+
+
 # --- exporter selection ---------------------------------------------------------------------------------
 @pytest.fixture
 def no_global(fresh_global_otel: None) -> Iterator[None]:
