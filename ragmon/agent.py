@@ -14,6 +14,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
+from functools import partial
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -314,7 +315,7 @@ class Agent:
             window = SlidingQuantile(self.config.latency_window_s, clock=self._clock)
             self._p95[key] = window
             gauge = self.metrics.retrieval_latency_p95 if stage == "retrieval" else self.metrics.pipeline_latency_p95
-            gauge.labels(service, pipeline).set_function(lambda w=window: w.quantile(0.95))
+            gauge.labels(service, pipeline).set_function(partial(window.quantile, 0.95))
         return window
 
     async def _judge_worker(self) -> None:

@@ -209,7 +209,8 @@ class Setting:
         f = AgentConfig.__dataclass_fields__[self.name]
         if f.default is not dataclasses.MISSING:
             return f.default
-        return f.default_factory()  # type: ignore[misc]
+        factory: Callable[[], Any] = f.default_factory  # type: ignore[assignment]
+        return factory()
 
 
 def _s(name: str, env: str, parse: Parser, help: str, **kw: Any) -> Setting:

@@ -71,6 +71,7 @@ class Embedder:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
+        expected: str | None
         if model_path is None:
             path = bundled_model_path()
             expected = sha256 or BUNDLED_MODEL_SHA256
