@@ -1,8 +1,7 @@
 """SDK test fixtures: a real TracerProvider with an in-memory exporter, and clean global state.
 
-OpenTelemetry allows the global TracerProvider to be set once per process. Tests that need a
-global provider use ``fresh_global_otel``, which swaps the API module's private slots and puts
-the previous ones back afterwards; every other test hands ragmon a private provider.
+OpenTelemetry allows the global TracerProvider to be set once per process, so ``clean_sdk``
+swaps the API module's private slots for every test and puts the previous ones back afterwards.
 """
 
 from __future__ import annotations
@@ -30,15 +29,27 @@ SDK_ENV = (
 
 @pytest.fixture(autouse=True)
 def clean_sdk(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Each test starts as a fresh process would: no SDK env, no global provider, no ragmon state.
+
+    Whatever another test module (e.g. the demo) installed globally is put back afterwards.
+    """
     for name in SDK_ENV:
         monkeypatch.delenv(name, raising=False)
+    saved_global = (trace._TRACER_PROVIDER, trace._TRACER_PROVIDER_SET_ONCE)
+    saved_state = (setup._STATE.owned_provider, setup._STATE.owned_is_global)
+    ragmon.shutdown()
+    trace._TRACER_PROVIDER = None
+    trace._TRACER_PROVIDER_SET_ONCE = Once()
+    setup._STATE.owned_provider, setup._STATE.owned_is_global = None, False
     _runtime.RUNTIME.reset()
     _runtime._log_once = LogOnce(_runtime.logger)  # each test sees its own "first" warnings
-    yield
-    ragmon.shutdown()
-    setup._STATE.owned_provider = None
-    setup._STATE.owned_is_global = False
-    _runtime.RUNTIME.reset()
+    try:
+        yield
+    finally:
+        ragmon.shutdown()
+        trace._TRACER_PROVIDER, trace._TRACER_PROVIDER_SET_ONCE = saved_global
+        setup._STATE.owned_provider, setup._STATE.owned_is_global = saved_state
+        _runtime.RUNTIME.reset()
 
 
 class Spans:
@@ -72,12 +83,5 @@ def spans() -> Spans:
 
 
 @pytest.fixture
-def fresh_global_otel() -> Iterator[None]:
-    saved = (trace._TRACER_PROVIDER, trace._TRACER_PROVIDER_SET_ONCE)
-    trace._TRACER_PROVIDER = None
-    trace._TRACER_PROVIDER_SET_ONCE = Once()
-    try:
-        yield
-    finally:
-        ragmon.shutdown()
-        trace._TRACER_PROVIDER, trace._TRACER_PROVIDER_SET_ONCE = saved
+def fresh_global_otel() -> None:
+    """Documents that a test sets or reads the global provider (``clean_sdk`` resets it)."""
