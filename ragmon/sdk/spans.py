@@ -131,7 +131,7 @@ class RagSpan:
         self._ended = False
         self._explicit_answer = False
         self._explicit_docs = False
-        self._tokens: list[Any] = []
+        self._tokens: list[tuple[Any, Any]] = []
         self._chunks: list[Any] = []
         self._chunk_chars = 0
         self._stream_seen = 0
@@ -206,26 +206,27 @@ class RagSpan:
     # --- lifecycle (used by the decorators and the context manager) --------------------------
     def activate(self) -> None:
         """Make this span current (OpenTelemetry context, ragmon pipeline, current RagSpan)."""
+        tokens = self._tokens
         try:
-            tokens: list[Any] = [otel_context.attach(trace.set_span_in_context(self._span))]
-            tokens.append(_CURRENT.set(self))
+            tokens.append((None, otel_context.attach(trace.set_span_in_context(self._span))))
+            tokens.append((_CURRENT, _CURRENT.set(self)))
             if self._pipeline is not None and self._pipeline.rag_span is self:
-                tokens.append(_PIPELINE.set(self._pipeline))
-            self._tokens = tokens
+                tokens.append((_PIPELINE, _PIPELINE.set(self._pipeline)))
         except Exception as exc:
             _runtime.internal_error("context_attach", exc)
 
     def deactivate(self) -> None:
+        """Undo ``activate`` in reverse order; each step on its own so one failure cannot leave
+        the OpenTelemetry context attached."""
         tokens, self._tokens = self._tokens, []
-        try:
-            if len(tokens) > 2:
-                _PIPELINE.reset(tokens[2])
-            if len(tokens) > 1:
-                _CURRENT.reset(tokens[1])
-            if tokens:
-                otel_context.detach(tokens[0])
-        except Exception as exc:
-            _runtime.internal_error("context_detach", exc)
+        for var, token in reversed(tokens):
+            try:
+                if var is None:
+                    otel_context.detach(token)
+                else:
+                    var.reset(token)
+            except Exception as exc:
+                _runtime.internal_error("context_detach", exc)
 
     def add_chunk(self, item: Any) -> None:
         """One streamed item: a document for a retriever, a piece of the answer otherwise."""
