@@ -31,7 +31,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from .. import semconv as sc
 from .._log import LogOnce
 from ..config import AgentConfig
-from ..errors import DecodeError
+from ..errors import ConfigError, DecodeError
 from ..export.metrics import AgentMetrics
 from .otlp import CONTENT_TYPE_JSON, CONTENT_TYPE_PROTOBUF, DecodedBatch, decode_export_request, media_type
 from .source import SpanSink
@@ -105,9 +105,12 @@ class OtlpHttpReceiver:
         site = web.TCPSite(runner, self._host, self._requested_port, reuse_address=True)
         try:
             await site.start()
-        except OSError:
+        except OSError as exc:  # port in use, address not local, no permission: a setting is wrong
             await runner.cleanup()
-            raise
+            raise ConfigError(
+                "--receiver-host/--receiver-port (RAGMON_RECEIVER_HOST/RAGMON_RECEIVER_PORT)",
+                f"cannot listen on {self._host}:{self._requested_port}: {exc.strerror or exc}",
+            ) from exc
         self._runner = runner
         self._port = _bound_port(runner, self._requested_port)
         self._accepting = True

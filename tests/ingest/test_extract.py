@@ -501,3 +501,47 @@ def test_openllmetry_generations_output_is_unwrapped() -> None:
 def test_needs_at_least_one_span() -> None:
     with pytest.raises(ValueError):
         build_rag_trace([], complete=True)
+
+
+def test_genai_structured_attributes_not_json_strings() -> None:
+    """Newer GenAI instrumentations may send documents and messages as OTLP structured values
+    (arrays of key-value lists) instead of JSON strings."""
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue, KeyValueList
+
+    from ragmon.ingest.otlp import decode_export_request
+
+    def kv(**fields: Any) -> AnyValue:
+        values = []
+        for key, value in fields.items():
+            if isinstance(value, float):
+                values.append(KeyValue(key=key, value=AnyValue(double_value=value)))
+            elif isinstance(value, list):
+                values.append(KeyValue(key=key, value=AnyValue(array_value=ArrayValue(values=value))))
+            else:
+                values.append(KeyValue(key=key, value=AnyValue(string_value=value)))
+        return AnyValue(kvlist_value=KeyValueList(values=values))
+
+    b = TraceBuilder()
+    with b.span("rag", 0, 500) as root:
+        with b.span("retrieval", 1, 50, root, **{sc.GEN_AI_OPERATION_NAME: "retrieval",
+                                                 sc.GEN_AI_RETRIEVAL_QUERY_TEXT: QUESTION}):
+            pass
+        with b.span("chat", 60, 490, root, **{sc.GEN_AI_OPERATION_NAME: "chat"}):
+            pass
+    request = b.factory.request()
+    for span in request.resource_spans[0].scope_spans[0].spans:
+        if span.name == "retrieval":
+            span.attributes.append(KeyValue(key=sc.GEN_AI_RETRIEVAL_DOCUMENTS, value=AnyValue(
+                array_value=ArrayValue(values=[kv(id="kb-1", score=0.9), kv(id="kb-2", score=0.8)]))))
+        if span.name == "chat":
+            span.attributes.append(KeyValue(key=sc.GEN_AI_INPUT_MESSAGES, value=AnyValue(array_value=ArrayValue(
+                values=[kv(role="system", parts=[kv(type="text", content=DOCS[0][1]),
+                                                 kv(type="text", content=DOCS[1][1])]),
+                        kv(role="user", parts=[kv(type="text", content=QUESTION)])]))))
+            span.attributes.append(KeyValue(key=sc.GEN_AI_OUTPUT_MESSAGES, value=AnyValue(array_value=ArrayValue(
+                values=[kv(role="assistant", parts=[kv(type="text", content=ANSWER)])]))))
+    spans = decode_export_request(request.SerializeToString(), content_type="application/x-protobuf").spans
+    t = build_rag_trace(spans, complete=True)
+    assert [(d.id, d.score, d.content) for d in t.documents] == [
+        ("kb-1", 0.9, DOCS[0][1]), ("kb-2", 0.8, DOCS[1][1])]
+    assert (t.question, t.answer) == (QUESTION, ANSWER)

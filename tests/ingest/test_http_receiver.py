@@ -296,3 +296,16 @@ async def test_ready_and_port(running: Running) -> None:
     assert running.receiver.port > 0
     assert running.receiver.name == "http"
     running.receiver.release(("anything",))  # HTTP has nothing to release
+
+
+async def test_port_in_use_is_a_clear_configuration_error(running: Running) -> None:
+    from ragmon.errors import ConfigError
+
+    config = load_agent_config({"receiver_port": running.receiver.port}, environ={})
+    second = OtlpHttpReceiver(config, AgentMetrics(CollectorRegistry()))
+    with pytest.raises(ConfigError) as info:
+        await second.start(MemorySink())
+    assert "RAGMON_RECEIVER_PORT" in str(info.value) and str(running.receiver.port) in str(info.value)
+    assert not second.ready()
+    await second.stop()  # harmless after a failed start
+    await _good_request_still_works(running)
