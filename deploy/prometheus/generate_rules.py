@@ -1,0 +1,342 @@
+#!/usr/bin/env python3
+"""Generate ``ragmon-rules.yml`` (Prometheus recording + alerting rules) from the constants below.
+
+Thresholds, windows and minimum sample counts live here, in one table, so that changing a
+threshold is a one-line edit followed by::
+
+    python deploy/prometheus/generate_rules.py            # rewrites deploy/prometheus/ragmon-rules.yml
+    python deploy/prometheus/generate_rules.py --check    # exit 1 if the file is out of date (CI)
+    promtool test rules deploy/prometheus/tests/*.yml     # the unit tests pin the default thresholds
+
+Editing ``ragmon-rules.yml`` by hand works too (it is plain Prometheus YAML), but then the
+``--check`` test in ``tests/ops`` fails until this file agrees. Metric and label names are the
+ones in ``ragmon/semconv.py`` (documented in ``docs/metrics.md``); this script has no
+dependency on the ragmon package so it can run in a bare CI or ops checkout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+OUTPUT = Path(__file__).with_name("ragmon-rules.yml")
+RUNBOOK_BASE = "https://github.com/ragmon/ragmon/blob/main/docs/alerts.md"
+JOB_SELECTOR = 'job=~"ragmon.*"'
+
+# --- windows ------------------------------------------------------------------------------
+WINDOW = "1h"  # the "current" quality window
+BASELINE = "7d"  # the metric's own baseline
+LATENCY_WINDOW = "5m"  # rate window for latency quantiles
+
+# --- quality: relative drop against the baseline, and absolute floors -------------------------
+DROP_WARNING = 0.05  # 1h mean this far below the 7d mean -> warning
+DROP_CRITICAL = 0.08  # ... -> critical
+MIN_SCORED_WINDOW = 30  # scored traces needed in the 1h window before any quality alert
+MIN_SCORED_BASELINE = 200  # scored traces needed in the 7d baseline for a relative alert
+QUALITY_FOR = "10m"
+
+
+@dataclass(frozen=True)
+class QualityMetric:
+    metric: str  # value of the `metric` label on ragmon_score_ratio
+    alert: str  # CamelCase alert name stem
+    human: str
+    floor: float  # absolute floor for the 1h mean (judge-specific: calibrate, see docs/alerts.md)
+    stage: str  # which RAG stage a drop points at first
+
+
+QUALITY_METRICS = (
+    QualityMetric("faithfulness", "Faithfulness", "faithfulness", 0.5, "generation"),
+    QualityMetric("answer_relevancy", "AnswerRelevancy", "answer relevancy", 0.5, "generation"),
+    QualityMetric("context_precision", "ContextPrecision", "context precision", 0.4, "retrieval"),
+)
+FLOOR_FOR = "15m"
+FLOOR_SEVERITY = "warning"
+
+# --- latency ------------------------------------------------------------------------------------
+RETRIEVAL_P95_WARNING_S = 0.5
+RETRIEVAL_P95_CRITICAL_S = 1.0
+MIN_RETRIEVALS_LATENCY = 20  # retrievals in the latency window before a P95 can alert
+LATENCY_FOR = "10m"
+
+# --- pipeline health ----------------------------------------------------------------------------
+STALLED_WINDOW = "15m"
+STALLED_FOR = "10m"
+COVERAGE_MIN = 0.8  # scored / sampled over the 1h window
+MIN_SAMPLED_WINDOW = 30
+COVERAGE_FOR = "15m"
+JUDGE_ERROR_WINDOW = "10m"
+JUDGE_ERROR_RATIO = 0.1
+MIN_JUDGE_REQUESTS_PER_S = 0.01  # ~6 requests in 10 minutes
+JUDGE_ERROR_FOR = "10m"
+BUDGET_WINDOW = "10m"
+BUDGET_FOR = "15m"
+KAFKA_LAG_MIN = 1000  # messages; lag below this never alerts
+KAFKA_LAG_WINDOW = "10m"
+KAFKA_LAG_FOR = "15m"
+AGENT_DOWN_FOR = "5m"
+
+SP = "service, pipeline"
+SPJM = "service, pipeline, judge, metric"
+
+
+def _r(seconds: float) -> str:
+    return f"{seconds:g}"
+
+
+def _runbook(alert: str) -> str:
+    return f"{RUNBOOK_BASE}#{alert.lower()}"
+
+
+def _alert(name: str, expr: str, for_: str, severity: str, summary: str, description: str,
+           extra_labels: dict[str, str] | None = None) -> dict[str, object]:
+    return {
+        "alert": name,
+        "expr": expr,
+        "for": for_,
+        "labels": {"severity": severity, **(extra_labels or {})},
+        "annotations": {"summary": summary, "description": description, "runbook_url": _runbook(name)},
+    }
+
+
+SCORE_FMT = 'printf "%.3f"'  # scores are ratios in [0, 1]: "0.712" reads better than humanize's "712m"
+
+
+def _q(query: str, fmt: str = "humanize") -> str:
+    """Template snippet: the formatted value of a PromQL query for this alert's labels."""
+    return "{{ with printf " + query + " | query }}{{ . | first | value | " + fmt + " }}{{ end }}"
+
+
+def _sp_query(record: str) -> str:
+    """printf arguments selecting ``record`` for the alert's service/pipeline."""
+    return f'"{record}{{service=%q,pipeline=%q}}" $labels.service $labels.pipeline'
+
+
+def recording_rules() -> dict[str, list[dict[str, object]]]:
+    score_sum, score_count = "ragmon_score_ratio_sum", "ragmon_score_ratio_count"
+
+    def mean(window: str) -> str:
+        return (f"sum by ({SPJM}) (rate({score_sum}[{window}]))\n"
+                f"/\nsum by ({SPJM}) (rate({score_count}[{window}]))")
+
+    quality = [
+        {"record": f"ragmon:score_ratio:mean{WINDOW}", "expr": mean(WINDOW)},
+        {"record": f"ragmon:score_ratio_count:increase{WINDOW}",
+         "expr": f"sum by ({SPJM}) (increase({score_count}[{WINDOW}]))"},
+        {"record": f"ragmon:traces_scored:increase{WINDOW}",
+         "expr": f"sum by ({SP}) (increase(ragmon_traces_scored_total[{WINDOW}]))"},
+        {"record": f"ragmon:traces_sampled:increase{WINDOW}",
+         "expr": f"sum by ({SP}) (increase(ragmon_traces_sampled_total[{WINDOW}]))"},
+        {"record": f"ragmon:coverage:ratio{WINDOW}",
+         "expr": f"ragmon:traces_scored:increase{WINDOW}\n/\nragmon:traces_sampled:increase{WINDOW} > 0"},
+    ]
+    baseline = [
+        {"record": f"ragmon:score_ratio:mean{BASELINE}", "expr": mean(BASELINE)},
+        {"record": f"ragmon:score_ratio_count:increase{BASELINE}",
+         "expr": f"sum by ({SPJM}) (increase({score_count}[{BASELINE}]))"},
+    ]
+    latency = []
+    for stage in ("retrieval", "pipeline"):
+        bucket = f"ragmon_{stage}_latency_seconds_bucket"
+        for q in ("0.95", "0.5"):
+            latency.append({
+                "record": f"ragmon:{stage}_latency_seconds:p{round(float(q) * 100)}_{LATENCY_WINDOW}",
+                "expr": f"histogram_quantile({q}, sum by ({SP}, le) (rate({bucket}[{LATENCY_WINDOW}])))",
+            })
+    latency.append({
+        "record": f"ragmon:retrieval_latency_seconds_count:increase{LATENCY_WINDOW}",
+        "expr": f"sum by ({SP}) (increase(ragmon_retrieval_latency_seconds_count[{LATENCY_WINDOW}]))",
+    })
+    traffic = [
+        {"record": f"ragmon:traces_received:rate{LATENCY_WINDOW}",
+         "expr": f"sum by ({SP}) (rate(ragmon_traces_received_total[{LATENCY_WINDOW}]))"},
+        {"record": "ragmon:kafka_consumer_lag_messages:sum",
+         # max over replicas first: a partition briefly reported by two replicas around a rebalance
+         "expr": "sum by (topic) (max by (topic, partition) (ragmon_kafka_consumer_lag_messages))"},
+    ]
+    return {"quality": quality, "baseline": baseline, "latency": latency, "health": traffic}
+
+
+def quality_alerts() -> list[dict[str, object]]:
+    alerts = []
+    mean_w, mean_b = f"ragmon:score_ratio:mean{WINDOW}", f"ragmon:score_ratio:mean{BASELINE}"
+    count_w, count_b = f"ragmon:score_ratio_count:increase{WINDOW}", f"ragmon:score_ratio_count:increase{BASELINE}"
+    sel = "{service=%q,pipeline=%q,judge=%q,metric=%q}"
+    args = "$labels.service $labels.pipeline $labels.judge $labels.metric"
+    now, base = _q(f'"{mean_w}{sel}" {args}', SCORE_FMT), _q(f'"{mean_b}{sel}" {args}', SCORE_FMT)
+    value = "{{ $value | " + SCORE_FMT + " }}"
+    n = _q(f'"{count_w}{sel}" {args}')
+    for m in QUALITY_METRICS:
+        m_sel = f'{{metric="{m.metric}"}}'
+        look = (f"Low {m.human} usually points at {m.stage} first: compare ragmon_diagnosis_total "
+                "by verdict (generation_failure = model/prompt, retrieval_failure = index/retriever).")
+        for severity, drop in (("warning", DROP_WARNING), ("critical", DROP_CRITICAL)):
+            expr = (f"(\n  {mean_b}{m_sel}\n  - on({SPJM})\n  {mean_w}{m_sel}\n) > {_r(drop)}\n"
+                    f"and on({SPJM}) {count_w}{m_sel} >= {MIN_SCORED_WINDOW}\n"
+                    f"and on({SPJM}) {count_b}{m_sel} >= {MIN_SCORED_BASELINE}")
+            alerts.append(_alert(
+                f"Ragmon{m.alert}Drop", expr, QUALITY_FOR, severity,
+                f"{m.human.capitalize()} of {{{{ $labels.service }}}}/{{{{ $labels.pipeline }}}} dropped "
+                f"{value} below its {BASELINE} baseline",
+                f"The {WINDOW} mean {m.human} ({now}, judge {{{{ $labels.judge }}}}) "
+                f"is {value} below its {BASELINE} mean ({base}); the {severity} "
+                f"threshold is {_r(drop)}. {look}",
+            ))
+        floor_expr = (f"{mean_w}{m_sel} < {_r(m.floor)}\n"
+                      f"and on({SPJM}) {count_w}{m_sel} >= {MIN_SCORED_WINDOW}")
+        alerts.append(_alert(
+            f"Ragmon{m.alert}BelowFloor", floor_expr, FLOOR_FOR, FLOOR_SEVERITY,
+            f"{m.human.capitalize()} of {{{{ $labels.service }}}}/{{{{ $labels.pipeline }}}} is "
+            f"{value}, below the floor {_r(m.floor)}",
+            f"The {WINDOW} mean {m.human} is {value} over {n} scored traces "
+            f"(judge {{{{ $labels.judge }}}}), below the absolute floor {_r(m.floor)}. {look}",
+        ))
+    return alerts
+
+
+def latency_alerts() -> list[dict[str, object]]:
+    p95 = f"ragmon:retrieval_latency_seconds:p95_{LATENCY_WINDOW}"
+    count = f"ragmon:retrieval_latency_seconds_count:increase{LATENCY_WINDOW}"
+    return [
+        _alert(
+            "RagmonRetrievalLatencyHigh",
+            f"{p95} > {_r(limit)}\nand on({SP}) {count} >= {MIN_RETRIEVALS_LATENCY}", LATENCY_FOR, severity,
+            "P95 retrieval latency of {{ $labels.service }}/{{ $labels.pipeline }} is "
+            "{{ $value | humanizeDuration }}",
+            f"P95 retrieval latency over {LATENCY_WINDOW} has been {{{{ $value | humanizeDuration }}}} "
+            f"for {LATENCY_FOR} (the {severity} bound is {_r(limit * 1000)} ms). Check the vector store "
+            "and the ragmon_retrieved_documents histogram; slow traces are sampled with "
+            "reason=priority_slow_retrieval when that rule is on.",
+        )
+        for severity, limit in (("warning", RETRIEVAL_P95_WARNING_S), ("critical", RETRIEVAL_P95_CRITICAL_S))
+    ]
+
+
+def health_alerts() -> list[dict[str, object]]:
+    scored, sampled = f"ragmon:traces_scored:increase{WINDOW}", f"ragmon:traces_sampled:increase{WINDOW}"
+    return [
+        _alert(
+            "RagmonScoringStalled",
+            f"sum by ({SP}) (rate(ragmon_traces_sampled_total[{STALLED_WINDOW}])) > 0\n"
+            f"unless on({SP})\nsum by ({SP}) (rate(ragmon_traces_scored_total[{STALLED_WINDOW}])) > 0",
+            STALLED_FOR, "critical",
+            "ragmon scores nothing for {{ $labels.service }}/{{ $labels.pipeline }}",
+            f"{{{{ $value | humanize }}}} traces/s were sampled for judging over the last {STALLED_WINDOW} "
+            "but none was scored: quality is not being measured. Check ragmon_traces_skipped_total and "
+            "ragmon_traces_failed_total by reason, and the judge's ragmon_judge_requests_total by outcome.",
+        ),
+        _alert(
+            "RagmonCoverageLow",
+            f"ragmon:coverage:ratio{WINDOW} < {_r(COVERAGE_MIN)}\n"
+            f"and on({SP}) {sampled} >= {MIN_SAMPLED_WINDOW}",
+            COVERAGE_FOR, "warning",
+            "Only {{ $value | humanizePercentage }} of sampled traces of "
+            "{{ $labels.service }}/{{ $labels.pipeline }} were scored",
+            f"Over {WINDOW}, {{{{ $value | humanizePercentage }}}} of the sampled traces were scored "
+            f"({_q(_sp_query(scored))} of {_q(_sp_query(sampled))}); "
+            f"the floor is {_r(COVERAGE_MIN * 100)}%. The rest were skipped (budget, backlog_full, "
+            "no_content) or failed: see ragmon_traces_skipped_total and ragmon_traces_failed_total by reason.",
+        ),
+        _alert(
+            "RagmonJudgeErrorsHigh",
+            f'sum by (judge) (rate(ragmon_judge_requests_total{{outcome!~"ok|retry"}}[{JUDGE_ERROR_WINDOW}]))\n'
+            f'/\nsum by (judge) (rate(ragmon_judge_requests_total{{outcome!="retry"}}[{JUDGE_ERROR_WINDOW}]))\n'
+            f"> {_r(JUDGE_ERROR_RATIO)}\n"
+            f'and on(judge) sum by (judge) (rate(ragmon_judge_requests_total[{JUDGE_ERROR_WINDOW}])) '
+            f">= {_r(MIN_JUDGE_REQUESTS_PER_S)}",
+            JUDGE_ERROR_FOR, "warning",
+            "{{ $value | humanizePercentage }} of {{ $labels.judge }} judge requests fail",
+            f"{{{{ $value | humanizePercentage }}}} of the {{{{ $labels.judge }}}} judge's requests over "
+            f"{JUDGE_ERROR_WINDOW} ended in an error (threshold {_r(JUDGE_ERROR_RATIO * 100)}%). "
+            "Break ragmon_judge_requests_total down by outcome: http_error/timeout point at the judge "
+            "endpoint, rate_limited at quotas, invalid_reply at the judge model or prompt.",
+        ),
+        _alert(
+            "RagmonJudgeBudgetExhausted",
+            f'sum by (job, instance) (rate(ragmon_traces_skipped_total{{reason="budget"}}[{BUDGET_WINDOW}])) > 0\n'
+            "and on(job, instance)\n(min by (job, instance) (ragmon_judge_budget_remaining_tokens) <= 0)",
+            BUDGET_FOR, "warning",
+            "Judge token budget of {{ $labels.instance }} is exhausted",
+            f"The judge token budget is used up and {{{{ $value | humanize }}}} traces/s are skipped with "
+            f'reason="budget" (over {BUDGET_WINDOW}). Raise RAGMON_JUDGE_BUDGET_TOKENS_PER_MINUTE/_PER_DAY '
+            "or lower the sample rate (RAGMON_SAMPLER_RATE).",
+        ),
+        _alert(
+            "RagmonKafkaLagGrowing",
+            f"ragmon:kafka_consumer_lag_messages:sum > {KAFKA_LAG_MIN}\n"
+            f"and deriv(ragmon:kafka_consumer_lag_messages:sum[{KAFKA_LAG_WINDOW}]) > 0",
+            KAFKA_LAG_FOR, "warning",
+            "Kafka consumer lag on {{ $labels.topic }} is {{ $value | humanize }} messages and growing",
+            f"The agents' consumer lag on topic {{{{ $labels.topic }}}} is {{{{ $value | humanize }}}} messages "
+            f"and has grown over {KAFKA_LAG_WINDOW} (alerts above {KAFKA_LAG_MIN}). The agents consume slower "
+            "than spans arrive: add replicas (up to the partition count), check the judge backlog "
+            "(ragmon_judge_backlog) and ragmon_kafka_paused_seconds_total.",
+        ),
+        _alert(
+            "RagmonAgentDown", f"up{{{JOB_SELECTOR}}} == 0", AGENT_DOWN_FOR, "critical",
+            "ragmon agent {{ $labels.instance }} is down",
+            f"Prometheus could not scrape the ragmon agent {{{{ $labels.instance }}}} (job {{{{ $labels.job }}}}) "
+            f"for {AGENT_DOWN_FOR}: no traces from it are measured. Check the pod/container status "
+            "and its /healthz and /readyz endpoints.",
+        ),
+    ]
+
+
+def rules() -> dict[str, object]:
+    # Rules in one group run in order, so each alert sits in the group of the recording rules it
+    # reads and always sees their value from the same evaluation. Only the 7d baseline lives in
+    # its own slower group: 7-day rates are the most expensive rules here and change slowly.
+    rec = recording_rules()
+    return {"groups": [
+        {"name": "ragmon-quality", "interval": "1m", "rules": [*rec["quality"], *quality_alerts()]},
+        {"name": "ragmon-baseline", "interval": "5m", "rules": rec["baseline"]},
+        {"name": "ragmon-latency", "interval": "30s", "rules": [*rec["latency"], *latency_alerts()]},
+        {"name": "ragmon-health", "interval": "1m", "rules": [*rec["health"], *health_alerts()]},
+    ]}
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+def _str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in data else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+HEADER = (
+    "# GENERATED by deploy/prometheus/generate_rules.py — edit the constants there and rerun it.\n"
+    "# Recording rules (windowed score means, latency quantiles) and alerts for ragmon.\n"
+    "# Runbooks: docs/alerts.md. Metrics: docs/metrics.md. Unit tests: deploy/prometheus/tests/.\n"
+)
+
+
+def render() -> str:
+    return HEADER + yaml.dump(rules(), Dumper=_Dumper, sort_keys=False, width=100_000, allow_unicode=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="fail if the rules file is out of date")
+    parser.add_argument("--output", type=Path, default=OUTPUT)
+    args = parser.parse_args(argv)
+    text = render()
+    if args.check:
+        current = args.output.read_text(encoding="utf-8") if args.output.exists() else ""
+        if current != text:
+            print(f"{args.output} is out of date: run {Path(__file__).name}", file=sys.stderr)
+            return 1
+        return 0
+    args.output.write_text(text, encoding="utf-8")
+    print(f"wrote {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
