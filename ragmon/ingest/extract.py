@@ -80,7 +80,7 @@ _RERANKER_KEY_PREFIX = sc.RERANKER_OUTPUT_DOCUMENTS_PREFIX + "."
 _LLM_KEY_PREFIX = sc.LLM_OUTPUT_MESSAGES_PREFIX + "."
 
 _QUESTION_KEYS = ("question", "query", "query_str", "user_input", "input", "inputs", "prompt", "q",
-                  "text", "message", "args", "kwargs")
+                  "text", "message", "messages", "args")
 _ANSWER_KEYS = ("answer", "output", "outputs", "result", "response", "output_text", "generations",
                 "choices", "text", "content", "message", "generation")
 _CONTENT_KEYS = ("page_content", "pageContent", "content", "text", "document", "chunk", "body")
@@ -720,25 +720,24 @@ def _text(value: Any, keys: tuple[str, ...], depth: int = 0) -> str | None:
         return stripped or None
     if isinstance(value, dict):
         value = _unwrap_serialized(value)
-        if "role" in value and "content" in value:
+        if ("role" in value or "type" in value) and "content" in value:  # a chat message
             return _text(value["content"], keys, depth + 1)
         for key in keys:
             if key in value:
                 found = _text(value[key], keys, depth + 1)
                 if found:
                     return found
-        strings = [v for v in value.values() if isinstance(v, str) and v.strip()]
-        if len(value) == 1 or (len(strings) == 1 and len(value) <= 3):
-            only = strings[0] if strings else next(iter(value.values()))
-            return _text(only, keys, depth + 1)
-        return None
+        if len(value) == 1:  # {"some_name": "..."}: the only value is the text
+            return _text(next(iter(value.values())), keys, depth + 1)
+        return None  # guessing among several unknown keys could return the question as the answer
     if isinstance(value, list):
         if not value:
             return None
-        if all(isinstance(v, dict) and "role" in v for v in value):  # chat messages
+        if all(isinstance(v, dict) and ("role" in v or "type" in v) and "content" in v for v in value):
+            # chat messages (OpenAI "role", LangChain "type"): the last user / assistant turn
             wanted = ("user", "human") if keys is _QUESTION_KEYS else ("assistant", "ai", "model")
             for message in reversed(value):
-                if str(message.get("role", "")).lower() in wanted:
+                if str(message.get("role", message.get("type", ""))).lower() in wanted:
                     return _text(message.get("content"), keys, depth + 1)
             return None
         # question: the first positional argument; answer: the first choice/generation

@@ -545,3 +545,24 @@ def test_genai_structured_attributes_not_json_strings() -> None:
     assert [(d.id, d.score, d.content) for d in t.documents] == [
         ("kb-1", 0.9, DOCS[0][1]), ("kb-2", 0.8, DOCS[1][1])]
     assert (t.question, t.answer) == (QUESTION, ANSWER)
+
+
+def test_langgraph_message_state_and_outputs_without_an_answer_key() -> None:
+    b = TraceBuilder()
+    state_in = {"messages": [{"type": "human", "content": QUESTION}]}
+    state_out = {"messages": [{"type": "human", "content": QUESTION}, {"type": "ai", "content": ANSWER}]}
+    with b.span("LangGraph", 0, 900, **{sc.SPAN_KIND: "CHAIN", sc.INPUT_VALUE: json.dumps(state_in),
+                                        sc.OUTPUT_VALUE: json.dumps(state_out)}):
+        pass
+    t = b.build()
+    assert (t.question, t.answer) == (QUESTION, ANSWER)
+
+    # a chain whose output holds the question and the contexts but no answer: the answer must
+    # come from the LLM, never be guessed from the other strings
+    b = TraceBuilder()
+    no_answer = json.dumps({"question": QUESTION, "context": "kb text"})
+    with b.span("chain", 0, 900, **{sc.SPAN_KIND: "CHAIN", sc.INPUT_VALUE: QUESTION,
+                                    sc.OUTPUT_VALUE: no_answer}) as root, \
+            b.span("llm", 10, 800, root, **{sc.SPAN_KIND: "LLM", sc.OUTPUT_VALUE: ANSWER}):
+        pass
+    assert b.build().answer == ANSWER
