@@ -132,7 +132,8 @@ class _Bucket:
 
     def wait_for(self, amount: float) -> float:
         amount = min(amount, self.capacity)  # a request larger than a minute's allowance waits for a full bucket
-        return 0.0 if self.level >= amount else (amount - self.level) / self.rate
+        # the tolerance absorbs float rounding after sleeping exactly the computed wait
+        return 0.0 if self.level + 1e-6 >= amount else max(1e-3, (amount - self.level) / self.rate)
 
 
 class RateLimiter:
@@ -163,9 +164,9 @@ class RateLimiter:
                         wait = max(wait, bucket.wait_for(amount))
                 if wait <= 0:
                     if self._requests is not None:
-                        self._requests.level -= 1
+                        self._requests.level = max(0.0, self._requests.level - 1)
                     if self._tokens is not None:
-                        self._tokens.level -= min(float(tokens), self._tokens.capacity)
+                        self._tokens.level = max(0.0, self._tokens.level - min(float(tokens), self._tokens.capacity))
                     return
                 self.waited_s += wait
                 await self._sleep(wait)
