@@ -341,3 +341,51 @@ def test_remote_parent_flag_survives_both_encodings() -> None:
         assert spans["entry"].parent_span_id == format(0xDEF, "016x")
         assert spans["entry"].parent_is_remote is True
         assert spans["local child"].parent_is_remote is False
+
+
+@pytest.mark.parametrize("content_type", [PROTO, JSON])
+def test_mutated_bodies_only_ever_raise_decode_error(factory: SpanFactory, content_type: str) -> None:
+    """Deterministic fuzzing: flipped, dropped and inserted bytes either decode or raise
+    DecodeError — never another exception that would escape the receiver's error handling."""
+    import random
+
+    request = factory.request()
+    body = request.SerializeToString() if content_type == PROTO else to_otlp_json(request)
+    rng = random.Random(1234)
+    outcomes = {"decoded": 0, "rejected": 0}
+    for _ in range(300):
+        mutated = bytearray(body)
+        for _ in range(rng.randint(1, 4)):
+            pos = rng.randrange(len(mutated))
+            action = rng.random()
+            if action < 0.5:
+                mutated[pos] = rng.randrange(256)
+            elif action < 0.75:
+                del mutated[pos]
+            else:
+                mutated.insert(pos, rng.randrange(256))
+        try:
+            decode_export_request(bytes(mutated), content_type=content_type)
+            outcomes["decoded"] += 1
+        except DecodeError as exc:
+            assert exc.reason == sc.DROP_MALFORMED_BODY
+            outcomes["rejected"] += 1
+    assert outcomes["rejected"] > 0 and sum(outcomes.values()) == 300
+
+
+@pytest.mark.parametrize("document", [
+    {"resourceSpans": None},
+    {"resourceSpans": [None, 1, "x"]},
+    {"resourceSpans": [{"scopeSpans": None}]},
+    {"resourceSpans": [{"scopeSpans": [{"spans": None}]}]},
+    {"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": 5}]}]}]},
+    {"resourceSpans": [{"scopeSpans": [{"spans": [{"attributes": [{"key": "k", "value": {"intValue": "x"}}]}]}]}]},
+    {"resourceSpans": [{"resource": {"attributes": "nope"}}]},
+])
+def test_odd_json_shapes_are_rejected_or_decoded_never_crash(document: dict) -> None:
+    try:
+        batch = decode_export_request(json.dumps(document).encode(), content_type=JSON)
+    except DecodeError as exc:
+        assert exc.reason == sc.DROP_MALFORMED_BODY
+    else:
+        assert batch.spans == []
