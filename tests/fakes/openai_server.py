@@ -19,6 +19,7 @@ Usage::
         server.reject_formats = {"json_schema"}    # 400 for requests with that response_format type
         server.requests                            # [Recorded(path, headers, body)], embeddings included
         server.chat_requests                       # only /v1/chat/completions
+        server.max_in_flight                       # most slow (delayed) replies pending at once
 
 When the queue is empty a chat request is answered by ``server.responder(body)`` — by default
 ``compact_responder``: a deterministic, schema-valid compact-mode judgement (every answer
@@ -99,6 +100,8 @@ class FakeOpenAI:
         self.reject_formats: set[str] = set()
         self.responder: Callable[[dict[str, Any]], Reply] = compact_responder
         self.model = "fake-judge"
+        self.in_flight = 0
+        self.max_in_flight = 0  # most chat requests being handled at once (for concurrency bounds)
         self._runner: web.AppRunner | None = None
 
     @property
@@ -155,7 +158,12 @@ class FakeOpenAI:
             return _error_response(400, f"response_format type {fmt!r} is not supported by this server")
         reply = self.queue.popleft() if self.queue else self.responder(body)
         if reply.delay_s:
-            await asyncio.sleep(reply.delay_s)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            try:
+                await asyncio.sleep(reply.delay_s)
+            finally:
+                self.in_flight -= 1
         if reply.raw_body is not None:
             return web.Response(status=reply.status, text=reply.raw_body, headers=reply.headers,
                                 content_type="application/json")

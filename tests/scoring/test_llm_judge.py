@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -29,7 +30,7 @@ def trace(question=QUESTION, answer=ANSWER, contexts=CONTEXTS, trace_id="ab" * 1
     return RagTrace(trace_id=trace_id, service="svc", pipeline="qa", question=question, answer=answer, documents=docs)
 
 
-COMPACT_REPLY = {
+COMPACT_REPLY: dict[str, Any] = {
     "claims": [
         {"claim": "Paris is the capital of France.", "supported": True},
         {"claim": "Paris has ten million cats.", "supported": False},
@@ -80,6 +81,7 @@ async def test_compact_mode_is_one_chat_call_with_the_ragas_formulas(server, mak
     assert scores.judge == "llm"
     assert scores.faithfulness == pytest.approx(2 / 3)
     assert scores.context_precision == pytest.approx((1 / 1 + 2 / 3) / 2)
+    assert scores.answer_relevancy is not None
     assert 0.5 < scores.answer_relevancy <= 1.0  # the hashed embeddings share most words
     assert scores.details["calls"] == 2  # one chat call + one embeddings call
     assert scores.details["claims"][1] == {"claim": "Paris has ten million cats.", "supported": False}
