@@ -23,6 +23,7 @@ import logging
 from collections.abc import Hashable
 
 from aiohttp import hdrs, web
+from aiohttp.http_exceptions import HttpProcessingError
 from google.protobuf import json_format
 from google.protobuf.message import Message
 from google.rpc import status_pb2
@@ -203,11 +204,15 @@ class OtlpHttpReceiver:
                 reason=sc.DROP_UNSUPPORTED_MEDIA)
         chunks: list[bytes] = []
         size = 0
-        async for chunk in request.content.iter_chunked(_READ_CHUNK):
-            size += len(chunk)
-            if size > self._max_body:
-                raise DecodeError(f"body exceeds {self._max_body} bytes", reason=sc.DROP_BODY_TOO_LARGE)
-            chunks.append(chunk)
+        try:
+            async for chunk in request.content.iter_chunked(_READ_CHUNK):
+                size += len(chunk)
+                if size > self._max_body:
+                    raise DecodeError(f"body exceeds {self._max_body} bytes", reason=sc.DROP_BODY_TOO_LARGE)
+                chunks.append(chunk)
+        except (ConnectionError, HttpProcessingError, asyncio.IncompleteReadError) as exc:
+            # the client went away or broke the framing mid-body: nothing decodable arrived
+            raise DecodeError(f"request body incomplete after {size} bytes: {exc}") from exc
         return b"".join(chunks)
 
     def _decode(self, request: web.Request, body: bytes) -> DecodedBatch:

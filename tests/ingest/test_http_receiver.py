@@ -309,3 +309,31 @@ async def test_port_in_use_is_a_clear_configuration_error(running: Running) -> N
     assert not second.ready()
     await second.stop()  # harmless after a failed start
     await _good_request_still_works(running)
+
+
+async def test_client_that_disconnects_mid_body_is_counted(running: Running) -> None:
+    port = running.receiver.port
+    _reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-protobuf\r\n"
+                 b"Content-Length: 1000\r\n\r\n" + b"\x0a" * 10)
+    await writer.drain()
+    writer.close()
+    await writer.wait_closed()
+    for _ in range(100):  # the server notices the closed connection asynchronously
+        if running.dropped(sc.DROP_MALFORMED_BODY):
+            break
+        await asyncio.sleep(0.02)
+    assert running.dropped(sc.DROP_MALFORMED_BODY) == 1
+    assert running.requests(sc.OUTCOME_REJECTED) == 1
+    await _good_request_still_works(running)
+
+
+async def test_broken_chunked_framing_is_a_bad_request(running: Running) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", running.receiver.port)
+    writer.write(b"POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-protobuf\r\n"
+                 b"Transfer-Encoding: chunked\r\n\r\nzz\r\nnot a chunk\r\n0\r\n\r\n")
+    await writer.drain()
+    status_line = await asyncio.wait_for(reader.readline(), 10)
+    writer.close()
+    assert status_line.split()[1] == b"400"
+    await _good_request_still_works(running)
