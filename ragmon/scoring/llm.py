@@ -208,7 +208,6 @@ class LlmJudge:
             self._metrics.judge_input_truncated.labels(self.name).inc()
 
         usage = _Usage()
-        started = self._clock()
         try:
             if self.mode == "compact":
                 scores = await self._score_compact(inp, usage)
@@ -219,11 +218,9 @@ class LlmJudge:
         except Exception as exc:  # a bug must still end as an accounted failure, not a crash
             log.exception("internal error in the LLM judge")
             raise JudgeError(f"internal error in the LLM judge: {type(exc).__name__}") from exc
-        finally:
+        finally:  # (ragmon_judge_duration_seconds is observed by the agent around score())
             if reservation is not None:
                 self._budget.settle(reservation, usage.total)
-            if self._metrics is not None:
-                self._metrics.judge_duration.labels(self.name).observe(max(0.0, self._clock() - started))
 
         scores = dataclasses.replace(
             scores,
@@ -437,12 +434,15 @@ class LlmJudge:
                     f"judge endpoint considered down after repeated failures; retrying in "
                     f"{self._circuit.reset_s:g}s (circuit breaker open)"
                 )
-            await self._limiter.acquire(tokens)
             retry_after: float | None = None
             failure: JudgeError
             try:
+                await self._limiter.acquire(tokens)
                 async with self._semaphore:
                     response = await self._client.post(path, json=body)
+            except asyncio.CancelledError:
+                self._circuit.release()  # a cancelled half-open trial must not wedge the breaker
+                raise
             except httpx.TimeoutException:
                 self._circuit.record_failure()
                 failure = JudgeTimeoutError(f"judge request timed out after {self.timeout_s:g}s")
