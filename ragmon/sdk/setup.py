@@ -34,6 +34,7 @@ import atexit
 import logging
 import os
 import threading
+import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -58,7 +59,19 @@ DEFAULT_OTLP_ENDPOINT = "http://127.0.0.1:4318/v1/traces"
 _OTLP_ENDPOINT_ENVS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 ENV_KAFKA_BOOTSTRAP = "RAGMON_KAFKA_BOOTSTRAP_SERVERS"
 ENV_KAFKA_TOPIC = "RAGMON_KAFKA_TOPIC"
-ENV_KAFKA_TOPICS = "RAGMON_KAFKA_TOPICS"
+ENV_KAFKA_TOPICS = "RAGMON_KAFKA_TOPICS"  # the agent's list; the exporter writes to its first topic
+DEFAULT_KAFKA_BOOTSTRAP = "127.0.0.1:9092"
+# KafkaSpanExporter keyword <- env var (the same variables the agent's Kafka source reads)
+KAFKA_ENV_OPTIONS: Mapping[str, str] = {
+    "compression": "RAGMON_KAFKA_COMPRESSION",
+    "security_protocol": "RAGMON_KAFKA_SECURITY_PROTOCOL",
+    "sasl_mechanism": "RAGMON_KAFKA_SASL_MECHANISM",
+    "sasl_plain_username": "RAGMON_KAFKA_SASL_USERNAME",
+    "sasl_plain_password": "RAGMON_KAFKA_SASL_PASSWORD",
+    "ssl_cafile": "RAGMON_KAFKA_SSL_CAFILE",
+    "ssl_certfile": "RAGMON_KAFKA_SSL_CERTFILE",
+    "ssl_keyfile": "RAGMON_KAFKA_SSL_KEYFILE",
+}
 
 
 class RagmonSpanProcessor(SpanProcessor):
@@ -217,16 +230,25 @@ def build_exporter(name: str, endpoint: str | None, kafka_options: Mapping[str, 
     if name == "kafka":
         from .kafka_exporter import KafkaSpanExporter  # lazy: aiokafka only for Kafka users
 
-        options = dict(kafka_options)
-        options.setdefault("bootstrap_servers", os.environ.get(ENV_KAFKA_BOOTSTRAP, "127.0.0.1:9092"))
-        topic = os.environ.get(ENV_KAFKA_TOPIC) or os.environ.get(ENV_KAFKA_TOPICS, "").split(",")[0].strip()
-        if topic:
-            options.setdefault("topic", topic)
-        exporter: SpanExporter = KafkaSpanExporter(**options)
+        exporter: SpanExporter = KafkaSpanExporter(**kafka_exporter_options(kafka_options))
         return exporter
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
     return OTLPSpanExporter(endpoint=otlp_endpoint(endpoint))
+
+
+def kafka_exporter_options(explicit: Mapping[str, Any]) -> dict[str, Any]:
+    """Explicit ``init(**kafka_options)`` > ``RAGMON_KAFKA_*`` env > the exporter's defaults."""
+    options = dict(explicit)
+    options.setdefault("bootstrap_servers", os.environ.get(ENV_KAFKA_BOOTSTRAP) or DEFAULT_KAFKA_BOOTSTRAP)
+    topic = os.environ.get(ENV_KAFKA_TOPIC) or os.environ.get(ENV_KAFKA_TOPICS, "").split(",")[0].strip()
+    if topic:
+        options.setdefault("topic", topic)
+    for key, env in KAFKA_ENV_OPTIONS.items():
+        value = os.environ.get(env, "").strip()
+        if value:
+            options.setdefault(key, value.upper() if key == "security_protocol" else value)
+    return options
 
 
 # --- provider ------------------------------------------------------------------------------------
@@ -361,24 +383,23 @@ def init(
 
 
 def _detach_locked(timeout_millis: int = 30_000, *, final: bool) -> bool:
-    """Flush and detach the current delegates. Processors ragmon built are shut down; a
-    ``span_processor`` the caller passed in is shut down only by ``shutdown()`` (``final``),
-    so a second ``init()`` may be handed the same exporter again."""
+    """Flush and detach the current delegates, within ``timeout_millis`` overall (at least 1 s
+    for the shutdown step). Processors ragmon built are shut down; a ``span_processor`` the
+    caller passed in is shut down only by ``shutdown()`` (``final``), so a second ``init()`` may
+    be handed the same exporter again."""
+    deadline = time.monotonic() + timeout_millis / 1000
     ok = True
     processor = _STATE.processor
     if processor is not None:
         ok = processor.force_flush(timeout_millis)
         delegates = processor.delegates
         processor.set_delegates(())  # stays attached to its provider, empty until the next init()
-        for delegate in delegates:
-            if final or delegate is not _STATE.user_processor:
-                try:
-                    delegate.shutdown()
-                except Exception as exc:
-                    _runtime.internal_error("span_processor_shutdown", exc)
+        to_stop = [d for d in delegates if final or d is not _STATE.user_processor]
+        if to_stop:
+            ok = _shutdown_within(to_stop, max(1.0, deadline - time.monotonic())) and ok
     owned = _STATE.owned_provider
     if owned is not None and _STATE.provider is owned and not _STATE.owned_is_global:
-        owned.shutdown()  # a private provider of ours: nobody else uses it
+        owned.shutdown()  # a private provider of ours (its processor is empty now): nobody else uses it
         _PROCESSORS.pop(owned, None)
         _STATE.owned_provider = None
     _STATE.processor = None
@@ -386,6 +407,27 @@ def _detach_locked(timeout_millis: int = 30_000, *, final: bool) -> bool:
     _STATE.exporter = None
     _STATE.user_processor = None
     return ok
+
+
+def _shutdown_within(processors: Sequence[SpanProcessor], timeout_s: float) -> bool:
+    """Shut processors down on a helper thread and wait at most ``timeout_s``: an exporter
+    stuck on an unreachable backend must not hold the application's exit hostage."""
+    done = threading.Event()
+
+    def run() -> None:
+        for delegate in processors:
+            try:
+                delegate.shutdown()
+            except Exception as exc:
+                _runtime.internal_error("span_processor_shutdown", exc)
+        done.set()
+
+    threading.Thread(target=run, name="ragmon-sdk-shutdown", daemon=True).start()
+    if done.wait(timeout_s):
+        return True
+    _runtime.internal_error("exporter_shutdown_timeout", None, f"exporter still busy after {timeout_s:.1f} s; "
+                            "unsent spans are abandoned")
+    return False
 
 
 def shutdown(timeout_millis: int = 30_000) -> bool:

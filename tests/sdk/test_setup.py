@@ -4,6 +4,7 @@ and real OTLP/HTTP bytes to a real HTTP server."""
 from __future__ import annotations
 
 import gzip
+import socket
 import sys
 import threading
 import types
@@ -272,11 +273,17 @@ def test_kafka_exporter_is_imported_lazily_with_env_defaults(no_global: None, mo
     monkeypatch.setitem(sys.modules, "ragmon.sdk.kafka_exporter", module)
     monkeypatch.setenv("RAGMON_KAFKA_BOOTSTRAP_SERVERS", "broker-1:9092,broker-2:9092")
     monkeypatch.setenv("RAGMON_KAFKA_TOPICS", "spans_a,spans_b")
+    monkeypatch.setenv("RAGMON_KAFKA_SECURITY_PROTOCOL", "sasl_ssl")
+    monkeypatch.setenv("RAGMON_KAFKA_SASL_USERNAME", "app")
+    monkeypatch.setenv("RAGMON_KAFKA_COMPRESSION", "zstd")
     ragmon.init(exporter="kafka", compression="lz4", set_global=False)
-    assert made == [{"bootstrap_servers": "broker-1:9092,broker-2:9092", "topic": "spans_a", "compression": "lz4"}]
+    assert made == [{"bootstrap_servers": "broker-1:9092,broker-2:9092", "topic": "spans_a", "compression": "lz4",
+                     "security_protocol": "SASL_SSL", "sasl_plain_username": "app"}]
     monkeypatch.setenv(_runtime.ENV_EXPORTER, "kafka")
-    ragmon.init(bootstrap_servers="explicit:9092", topic="t", set_global=False)
-    assert made[-1] == {"bootstrap_servers": "explicit:9092", "topic": "t"}
+    monkeypatch.setenv("RAGMON_KAFKA_TOPIC", "spans_exact")
+    ragmon.init(bootstrap_servers="explicit:9092", set_global=False)
+    assert made[-1] == {"bootstrap_servers": "explicit:9092", "topic": "spans_exact", "compression": "zstd",
+                        "security_protocol": "SASL_SSL", "sasl_plain_username": "app"}
 
 
 def test_unavailable_exporter_is_survived(no_global: None, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -287,6 +294,20 @@ def test_unavailable_exporter_is_survived(no_global: None, monkeypatch: pytest.M
     assert rag("q") == "answer"
     assert names(mem) == sorted(["qa", "search", "generate"])
     assert _runtime.internal_error_counts()["exporter_setup"] == before + 1
+
+
+def test_real_kafka_exporter_with_an_unreachable_broker_never_blocks_the_app(no_global: None) -> None:
+    pytest.importorskip("aiokafka")
+    from ragmon.sdk.kafka_exporter import KafkaSpanExporter
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    ragmon.init(exporter="kafka", bootstrap_servers=f"127.0.0.1:{port}", set_global=False)
+    exporter = setup.active_exporter()
+    assert isinstance(exporter, KafkaSpanExporter) and exporter.bootstrap_servers == f"127.0.0.1:{port}"
+    assert rag("q") == "answer"
+    assert ragmon.shutdown(timeout_millis=500) is False  # nothing could be delivered; bounded, not hung
 
 
 # --- kill switch ----------------------------------------------------------------------------------------
