@@ -201,7 +201,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "What `@ragmon.pipeline` / `@ragmon.retriever` / `@ragmon.generator` cost per request, "
         "next to the same functions undecorated and with hand-written OpenTelemetry spans carrying "
         "similar attributes (kind, question, 5 documents' id/content/score, answer). "
-        "`bench/sdk_overhead.py`.\n\n" + table(results, args.calls, args.repeats)
+        "`bench/sdk_overhead.py`. Absolute microseconds move with machine load (the numbers below "
+        "come from a shared 2-core VM); the ratios, measured side by side in one run, are the result.\n\n"
+        + table(results, args.calls, args.repeats)
     )
     print(body)
     if args.write:
