@@ -225,11 +225,18 @@ class _TraceView:
             out.append(self.root)
         workflows = [s for s in self.spans
                      if _str(s.attributes.get(sc.TRACELOOP_SPAN_KIND)) == sc.TRACELOOP_KIND_WORKFLOW]
-        chains = [s for s in self.spans if _str(s.attributes.get(sc.SPAN_KIND)) == sc.KIND_CHAIN]
+        # Only outermost CHAINs: nested ones are framework plumbing whose input/output is
+        # anything (a passthrough of the question would otherwise pass for the answer).
+        chains = [s for s in self.spans if self._is_chain(s)
+                  and not any(self._is_chain(a) for a in self.ancestors(s))]
         for span in sorted(workflows, key=self.depth) + sorted(chains, key=self.depth):
             if span not in out:
                 out.append(span)
         return out
+
+    @staticmethod
+    def _is_chain(span: SpanRecord) -> bool:
+        return _str(span.attributes.get(sc.SPAN_KIND)) == sc.KIND_CHAIN
 
     def service(self) -> str:
         first = self.root or self.main_span()
@@ -377,11 +384,15 @@ def _flattened_documents(attrs: Mapping[str, AttrValue], prefix: str) -> list[Do
     for index in sorted(fields):
         f = fields[index]
         content = _str(f.get(sc.DOCUMENT_CONTENT))
-        doc_id = _id(f.get(sc.DOCUMENT_ID)) or (content_id(content) if content else None)
+        metadata = _metadata(f.get(sc.DOCUMENT_METADATA))
+        # OpenInference's LangChain instrumentor leaves document.id out; the store's id is
+        # often in the metadata (as ragmon's SDK adapters also read it)
+        doc_id = (_id(f.get(sc.DOCUMENT_ID)) or _first_id(metadata)
+                  or (content_id(content) if content else None))
         if doc_id is None:
             continue
         docs.append(Document(id=doc_id, content=content, score=_float(f.get(sc.DOCUMENT_SCORE)),
-                             rank=len(docs), metadata=_metadata(f.get(sc.DOCUMENT_METADATA))))
+                             rank=len(docs), metadata=metadata))
     return docs
 
 
@@ -499,14 +510,7 @@ def _document_from_obj(item: Any, rank: int) -> Document | None:
         content = _str(obj.get(key))
         if content:
             break
-    doc_id = None
-    for source in (obj, metadata or {}):
-        for key in _ID_KEYS:
-            doc_id = _id(source.get(key))
-            if doc_id:
-                break
-        if doc_id:
-            break
+    doc_id = _first_id(obj) or _first_id(metadata)
     if score is None:
         for source in (obj, metadata or {}):
             for key in _SCORE_KEYS:
@@ -520,6 +524,14 @@ def _document_from_obj(item: Any, rank: int) -> Document | None:
             return None
         doc_id = content_id(content)
     return Document(id=doc_id, content=content or None, score=score, rank=rank, metadata=metadata)
+
+
+def _first_id(source: Mapping[str, Any] | None) -> str | None:
+    for key in _ID_KEYS:
+        doc_id = _id(source.get(key)) if source else None
+        if doc_id:
+            return doc_id
+    return None
 
 
 def _dedupe_and_rank(docs: list[Document]) -> list[Document]:
@@ -768,8 +780,10 @@ def _trace_attributes(view: _TraceView, generator: SpanRecord | None, doc_count:
         if value not in (None, "", [], {}):
             out[name] = value
 
-    put(sc.LLM_MODEL_NAME, _str(view.first_attr(sc.LLM_MODEL_NAME, sc.GEN_AI_RESPONSE_MODEL,
-                                                 sc.GEN_AI_REQUEST_MODEL, prefer=generator)))
+    model = _str(view.first_attr(sc.LLM_MODEL_NAME, sc.GEN_AI_RESPONSE_MODEL, sc.GEN_AI_REQUEST_MODEL,
+                                 prefer=generator))
+    if model is not None and model.lower() != sc.UNKNOWN_LABEL:  # OpenLLMetry writes "unknown"
+        out[sc.LLM_MODEL_NAME] = model
     put(sc.LLM_PROMPT_TEMPLATE_VERSION, _str(view.first_attr(sc.LLM_PROMPT_TEMPLATE_VERSION)))
     put(sc.SESSION_ID, _str(view.first_attr(sc.SESSION_ID, sc.GEN_AI_CONVERSATION_ID,
                                             sc.TRACELOOP_ASSOCIATION_PREFIX + "session_id")))
