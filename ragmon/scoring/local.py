@@ -140,6 +140,7 @@ class LocalJudge:
         precision = self._context_precision(analysis.context_features, details)
         if analysis.contexts_ignored:
             details["contexts_ignored"] = analysis.contexts_ignored
+        details["reason"] = self._reason(faithfulness, relevancy, precision, details)
         self._add_time("combine", time.perf_counter() - t0)
         return Scores(
             faithfulness=faithfulness,
@@ -208,15 +209,12 @@ class LocalJudge:
         missing = [s for s, v in zip(sentences, cached, strict=True) if v is None]
         missing_unique = list(dict.fromkeys(missing))
         batch: list[str] = list(missing_unique)
-        q_idx = a_idx = -1
+        q_idx = -1
         if question is not None:
             q_idx = len(batch)
             batch.append(question)
         claim_start = len(batch)
         batch.extend(claims)
-        if answer is not None and len(claims) > 1:
-            a_idx = len(batch)
-            batch.append(answer)  # truncated at 128 tokens: the gist of the answer's start
         vecs = self._embedder.embed(batch)
         fresh = vecs[: len(missing_unique)]
         self._cache.put_many(missing_unique, fresh)
@@ -227,12 +225,12 @@ class LocalJudge:
         ).reshape(len(sentences), -1 if sentences else vecs.shape[1])
         claim_vecs = vecs[claim_start : claim_start + len(claims)]
         question_vec = vecs[q_idx] if q_idx >= 0 else None
-        if a_idx >= 0:
-            answer_vec: np.ndarray | None = vecs[a_idx]
-        elif claims:
-            answer_vec = claim_vecs[0]
-        else:
-            answer_vec = None
+        # The answer as a whole: the normalised mean of its claims (embedding the full answer
+        # again would cost a third more and MiniLM would cut it at 128 tokens anyway).
+        answer_vec: np.ndarray | None = None
+        if answer is not None and len(claims):
+            mean = claim_vecs.mean(axis=0)
+            answer_vec = mean / max(float(np.linalg.norm(mean)), 1e-12)
         return question_vec, claim_vecs, sentence_vecs, answer_vec
 
     @staticmethod
@@ -269,6 +267,29 @@ class LocalJudge:
             )
             start = stop
         return local_model.context_features(question, facts(question), evidence)
+
+    @staticmethod
+    def _reason(
+        faithfulness: float | None, relevancy: float | None, precision: float | None, details: dict[str, Any]
+    ) -> str:
+        """One short line for error analysis (/worst): the weakest metric and why."""
+        candidates = []
+        if faithfulness is not None:
+            claim = details.get("least_supported_claim", "")
+            why = details.get("faithfulness_reason", "")
+            candidates.append((faithfulness, f"unsupported claim {claim!r}: {why}" if claim else str(why)))
+        if relevancy is not None:
+            candidates.append((relevancy, details.get("answer_relevancy_reason", "answer relevancy")))
+        if precision is not None:
+            bad = details.get("irrelevant_contexts", [])
+            candidates.append((precision, f"contexts {bad} look irrelevant to the question" if bad else
+                               "context precision"))
+        if not candidates:
+            return "nothing to score"
+        score, text = min(candidates, key=lambda c: c[0])
+        if score >= 0.5:
+            return "no metric below 0.5"
+        return _short(str(text), 2 * _REASON_CHARS)
 
     # --- the three metrics ----------------------------------------------------------------
     @staticmethod
