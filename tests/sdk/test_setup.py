@@ -308,6 +308,7 @@ def test_real_kafka_exporter_with_an_unreachable_broker_never_blocks_the_app(no_
     assert isinstance(exporter, KafkaSpanExporter) and exporter.bootstrap_servers == f"127.0.0.1:{port}"
     assert rag("q") == "answer"
     assert ragmon.shutdown(timeout_millis=500) is False  # nothing could be delivered; bounded, not hung
+    exporter.shutdown(timeout_millis=100)  # stop its retry loop now rather than in the background
 
 
 # --- kill switch ----------------------------------------------------------------------------------------
