@@ -1,0 +1,94 @@
+"""`--judge llm` end to end: real OTLP spans -> the agent -> the LLM judge over real HTTP
+(the OpenAI-protocol test server) -> Prometheus metrics scraped over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+from prometheus_client import CollectorRegistry
+
+from ragmon.agent import Agent
+from ragmon.config import load_agent_config
+from tests.fakes.openai_server import FakeOpenAI, Reply
+from tests.helpers.scrape import scrape
+from tests.helpers.traffic import CONTEXTS, OtlpTraffic, Request, contradicting, healthy
+
+
+@contextlib.asynccontextmanager
+async def llm_agent(server: FakeOpenAI, **overrides) -> AsyncIterator[Agent]:
+    settings = {
+        "receiver_port": 0, "metrics_port": 0, "trace_timeout_s": 2.0, "shutdown_grace_s": 5.0,
+        "judge": "llm", "judge_base_url": server.base_url, "judge_model": "judge-model",
+        "judge_embedding_model": "fake-embed", "judge_api_key": "sk-e2e",
+    }
+    settings.update(overrides)
+    agent = Agent(load_agent_config(settings, environ={}), registry=CollectorRegistry())
+    await agent.start()
+    try:
+        yield agent
+    finally:
+        await agent.stop()
+
+
+async def send(agent: Agent, requests: list[Request]) -> None:
+    traffic = OtlpTraffic(f"http://127.0.0.1:{agent.receiver_port}/v1/traces")
+    try:
+        for request in requests:
+            await asyncio.to_thread(traffic.send, request)
+    finally:
+        await asyncio.to_thread(traffic.close)
+    assert await agent.wait_idle(30)
+
+
+def accounted(m, pipeline="support") -> tuple[float, float]:
+    received = m.value("ragmon_traces_received_total", pipeline=pipeline)
+    parts = (m.value("ragmon_traces_scored_total", pipeline=pipeline)
+             + m.value("ragmon_traces_skipped_total", pipeline=pipeline)
+             + m.value("ragmon_traces_failed_total", pipeline=pipeline))
+    return received, parts
+
+
+async def test_agent_scores_traces_with_the_llm_judge():
+    async with FakeOpenAI() as server, llm_agent(server) as agent:
+        await send(agent, [healthy(), Request("How much is Pro?", CONTEXTS, "Bananas grow on Mars in winter.")])
+        m = await asyncio.to_thread(scrape, agent.metrics_port)
+    assert m.value("ragmon_traces_scored_total", judge="llm") == 2
+    assert m.value("ragmon_score_ratio_count", judge="llm", metric="faithfulness") == 2
+    # healthy: its one sentence is in the contexts; the other is not (the server's default responder)
+    assert m.value("ragmon_score_ratio_bucket", judge="llm", metric="faithfulness", le="0.05") == 1
+    assert m.value("ragmon_judge_requests_total", judge="llm", outcome="ok") == 4  # 2 chat + 2 embeddings
+    assert m.value("ragmon_judge_tokens_total", judge="llm", kind="completion") == 100
+    assert len(server.chat_requests) == 2
+    assert all(r.headers["Authorization"] == "Bearer sk-e2e" for r in server.chat_requests)
+    received, parts = accounted(m)
+    assert received == parts == 2
+
+
+async def test_agent_counts_budget_skips_and_judge_failures():
+    async with FakeOpenAI() as server:
+        # a day budget that one trace (~1 000 tokens reserved, 150 spent) fits and a second does not
+        server.responder = lambda body: Reply.json(
+            {"claims": [], "contexts": [{"rank": i, "relevant": True} for i in (1, 2, 3)], "questions": [],
+             "noncommittal": False}, usage=(1_300, 200))
+        async with llm_agent(server, judge_budget_tokens_per_day=1_800, judge_concurrency=1) as agent:
+            await send(agent, [healthy(), Request("Is SSO included?", CONTEXTS, "Only in Enterprise."),
+                               Request("Refunds?", CONTEXTS, "Within 30 days.")])
+            m = await asyncio.to_thread(scrape, agent.metrics_port)
+        assert m.value("ragmon_traces_scored_total", judge="llm") == 1
+        assert m.value("ragmon_traces_skipped_total", reason="budget") == 2
+        assert m.value("ragmon_judge_budget_remaining_tokens", window="day") == 300
+        assert len(server.chat_requests) == 1
+        received, parts = accounted(m)
+        assert received == parts == 3
+
+        server.responder = lambda body: Reply.error(500)
+        async with llm_agent(server, judge_max_retries=0, judge_circuit_failures=2) as agent:
+            await send(agent, [healthy(), contradicting(), Request("Is SSO included?", CONTEXTS, "No.")])
+            m = await asyncio.to_thread(scrape, agent.metrics_port)
+        assert m.value("ragmon_traces_failed_total", judge="llm", reason="http_error") == 2
+        assert m.value("ragmon_traces_failed_total", judge="llm", reason="circuit_open") == 1
+        assert m.value("ragmon_judge_circuit_open", judge="llm") == 1
+        received, parts = accounted(m)
+        assert received == parts == 3
