@@ -59,6 +59,8 @@ def to_record(item: Any) -> DocRecord:
     misbehaving property raises); callers skip such items and count them."""
     if isinstance(item, str):
         return DocRecord(content_hash(item), item, None, None)
+    if type(item) is dict:  # the most common shape: skip the isinstance chain
+        return _from_mapping(item)
     if isinstance(item, bytes | bytearray):
         text = bytes(item).decode("utf-8", "replace")
         return DocRecord(content_hash(text), text, None, None)
@@ -190,6 +192,8 @@ def _text(value: Any) -> str | None:
 
 
 def _mapping(value: Any) -> Mapping[str, Any] | None:
+    if value is None:
+        return None
     return value if isinstance(value, Mapping) and value else None
 
 
@@ -202,6 +206,8 @@ def _is_number(value: Any) -> bool:
 
 
 def _score(value: Any) -> float | None:
+    if type(value) is float:
+        return value if math.isfinite(value) else None
     if value is None or not _is_number(value):
         return None
     try:
