@@ -17,8 +17,9 @@ When is a trace complete?
       the same id (which would be judged and counted twice).
 
     Without a root a trace closes after ``trace_timeout_s`` without new spans (``timeout``,
-    ``complete=False``), or early when ``max_open_traces`` is reached (``evicted``, the least
-    recently active one goes first).
+    ``complete=False``), or early when ``max_open_traces`` or ``max_buffered_bytes`` (optional,
+    approximate bytes of span data held) is reached (``evicted``, the least recently active
+    one goes first; counted as ``open_traces_limit``).
 
 Cost: ``add`` is O(1) amortised; ``expire`` is O(expired): open traces sit in an insertion
 ordered dict re-ordered on activity, so the stalest is always first. The same holds for the
@@ -75,6 +76,7 @@ class _OpenTrace:
     last_activity: float = 0.0
     root_seen: bool = False
     has_pipeline: bool = False  # holds a span that marks the RAG request (see _marks_pipeline)
+    size: int = 0  # approximate bytes held (see _approx_size)
 
 
 class TraceAssembler:
@@ -87,6 +89,7 @@ class TraceAssembler:
         clock: Callable[[], float] = time.monotonic,
         root_grace_s: float = 0.0,
         closed_ids_size: int | None = None,
+        max_buffered_bytes: int | None = None,
     ) -> None:
         if trace_timeout_s <= 0 or max_open_traces < 1 or max_spans_per_trace < 1 or root_grace_s < 0:
             raise ValueError("trace_timeout_s > 0, max_open_traces >= 1, max_spans_per_trace >= 1, "
@@ -100,12 +103,21 @@ class TraceAssembler:
         self._grace_deadlines: OrderedDict[str, float] = OrderedDict()  # roots seen, in arrival order
         self._closed_ids: OrderedDict[str, None] = OrderedDict()  # bounded memory for late spans
         self._closed_ids_size = max_open_traces if closed_ids_size is None else closed_ids_size
+        # Span count alone does not bound memory: retriever spans carry 5-50 KB of document
+        # text. Over this many (approximate) bytes the least recently active traces are evicted.
+        self._max_bytes = max_buffered_bytes
+        self._buffered = 0
         self.drop_counts: collections.Counter[str] = collections.Counter()
         self._build_failed_logged = False
 
     @property
     def open_count(self) -> int:
         return len(self._open)
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Approximate bytes of span data held by open traces."""
+        return self._buffered
 
     def is_open(self, trace_id: str) -> bool:
         """Whether spans of ``trace_id`` are being assembled (added by the agent's token bookkeeping)."""
@@ -146,12 +158,20 @@ class TraceAssembler:
         entry.spans.append(span)
         entry.span_ids.add(span.span_id)
         entry.has_pipeline = entry.has_pipeline or _marks_pipeline(span)
+        if self._max_bytes is not None:
+            size = _approx_size(span)
+            entry.size += size
+            self._buffered += size
         if _is_root(span, entry) and not entry.root_seen:
             entry.root_seen = True
             if self._grace <= 0:
                 closed.append(self._close(trace_id, REASON_ROOT))
             else:
                 self._grace_deadlines[trace_id] = now + self._grace
+        if self._max_bytes is not None:
+            while self._buffered > self._max_bytes and self._open:
+                self.drop_counts[sc.DROP_OPEN_TRACES_FULL] += 1
+                closed.append(self._close(next(iter(self._open)), REASON_EVICTED))
         return closed
 
     def expire(self) -> list[ClosedTrace]:
@@ -181,6 +201,7 @@ class TraceAssembler:
 
     def _close(self, trace_id: str, reason: str) -> ClosedTrace:
         entry = self._open.pop(trace_id)
+        self._buffered -= entry.size
         self._grace_deadlines.pop(trace_id, None)
         self._closed_ids[trace_id] = None
         if len(self._closed_ids) > self._closed_ids_size:
@@ -223,3 +244,25 @@ def _is_root(span: SpanRecord, entry: _OpenTrace) -> bool:
     if span.parent_span_id is None:
         return True
     return span.parent_is_remote and entry.has_pipeline
+
+
+def _approx_size(span: SpanRecord) -> int:
+    """Rough bytes a span holds: its strings plus a fixed overhead (resource is shared)."""
+    size = 300 + len(span.name)
+    for key, value in span.attributes.items():
+        size += len(key) + _value_size(value, 0)
+    for event in span.events:
+        size += 100 + len(event.name)
+        for key, value in event.attributes.items():
+            size += len(key) + _value_size(value, 0)
+    return size
+
+
+def _value_size(value: object, depth: int) -> int:
+    if isinstance(value, str | bytes):
+        return 50 + len(value)
+    if depth < 4 and isinstance(value, list):
+        return 60 + sum(8 + _value_size(item, depth + 1) for item in value)
+    if depth < 4 and isinstance(value, dict):
+        return 60 + sum(len(str(k)) + 8 + _value_size(v, depth + 1) for k, v in value.items())
+    return 24

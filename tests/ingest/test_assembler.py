@@ -250,3 +250,24 @@ def test_remote_parent_without_pipeline_waits_for_the_real_root() -> None:
     asm = make()
     assert [c for s in f.records() for c in asm.add(s)] == []
     assert asm.open_count == 1
+
+
+def test_buffered_bytes_bound_evicts_least_recently_active() -> None:
+    text = "x" * 10_000
+    asm = make(max_buffered_bytes=35_000)
+    asm.add(span(1, 2, parent=1, content=text))
+    asm.add(span(2, 2, parent=1, content=text))
+    asm.add(span(3, 2, parent=1, content=text))
+    assert asm.open_count == 3 and 30_000 < asm.buffered_bytes <= 35_000
+    (evicted,) = asm.add(span(4, 2, parent=1, content=text))
+    assert evicted.reason == "evicted" and evicted.trace.trace_id == f"{1:032x}"
+    assert asm.drop_counts[sc.DROP_OPEN_TRACES_FULL] == 1
+    assert asm.buffered_bytes <= 35_000
+    asm.close_all()
+    assert asm.buffered_bytes == 0  # every byte is given back
+
+
+def test_single_trace_larger_than_the_byte_bound_is_closed_not_kept() -> None:
+    asm = make(max_buffered_bytes=5_000)
+    (evicted,) = asm.add(span(1, 2, parent=1, content="y" * 20_000))
+    assert evicted.reason == "evicted" and asm.open_count == 0 and asm.buffered_bytes == 0
