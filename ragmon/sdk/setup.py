@@ -24,8 +24,9 @@ In every case ragmon's own tracer gets an attribute-count limit big enough for
 from a 30-document retrieval); other tracers keep their limits.
 
 ``init()`` may be called again: the previous exporter is flushed and detached first, so spans
-are never exported twice. ``shutdown()`` flushes and detaches; it never shuts down a provider
-that belongs to the application.
+are never exported twice. ``shutdown()`` flushes and detaches, within its timeout even when the
+backend is down; it never shuts down a provider that belongs to the application. It also runs
+at interpreter exit, waiting at most ``EXIT_FLUSH_MILLIS`` (plus 1 s) for pending spans.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ logger = logging.getLogger("ragmon.sdk")
 EXPORTERS = ("otlp", "console", "none", "kafka")
 DEFAULT_EXPORTER = "otlp"
 DEFAULT_OTLP_ENDPOINT = "http://127.0.0.1:4318/v1/traces"
+EXIT_FLUSH_MILLIS = 5_000  # at interpreter exit, wait this long for pending spans (agent down: give up)
 _OTLP_ENDPOINT_ENVS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 ENV_KAFKA_BOOTSTRAP = "RAGMON_KAFKA_BOOTSTRAP_SERVERS"
 ENV_KAFKA_TOPIC = "RAGMON_KAFKA_TOPIC"
@@ -377,7 +379,7 @@ def init(
         _STATE.user_processor = span_processor
         runtime.configure(settings, tracer)
         if not _STATE.atexit_registered:
-            atexit.register(shutdown)
+            atexit.register(shutdown, EXIT_FLUSH_MILLIS)
             _STATE.atexit_registered = True
         return provider
 
