@@ -7,10 +7,11 @@ OpenInference), OpenInference, OTel GenAI, and OpenLLMetry/Traceloop.
 How the stages are found
     Each span gets at most one *role*: pipeline, retriever, reranker or generator
     (``ragmon.stage`` wins, then ``openinference.span.kind``, then ``gen_ai.operation.name``,
-    then OpenLLMetry's ``traceloop.span.kind``/``llm.request.type``, then ``db.query.result``
-    events). Framework instrumentors nest spans of one role (a RETRIEVER inside a RETRIEVER,
-    an LLM inside an LLM), so spans of a role are grouped under their outermost same-role
-    ancestor and each *group* counts once:
+    then OpenLLMetry's ``llm.request.type``, then ``db.query.result`` events, then the data
+    keys themselves — the SDK's attribute limit evicts the *oldest* attributes, often the
+    span kind, while ``retrieval.documents.*`` survive). Framework instrumentors nest spans
+    of one role (a RETRIEVER inside a RETRIEVER, an LLM inside an LLM), so spans of a role
+    are grouped under their outermost same-role ancestor and each *group* counts once:
 
     * latency comes from the group's outermost span (it covers the whole operation as the
       application sees it; an inner span is a part of it);
@@ -25,13 +26,15 @@ groups, i.e. it includes reranking and covers parallel (hybrid) retrievers once.
 Generation: the last-ending generator group that produced text (an earlier LLM call is
 typically query rewriting); its outermost span gives the latency.
 
-Question: the pipeline span's input (``ragmon.stage=pipeline``, else the root, else an
-OpenLLMetry workflow span or the outermost CHAIN), else the retriever's query, else the last
-user message sent to the generator. Answer: the pipeline span's output, else the generator's.
+Question: the pipeline span's input (``ragmon.stage=pipeline``, else the root — or the local
+root, whose parent is in another process — else an OpenLLMetry workflow span or an outermost
+CHAIN; nested CHAINs are framework plumbing and never used), else the retriever's query, else
+the last user message sent to the generator. Answer: the pipeline span's output, else the generator's.
 JSON-wrapped values (``{"question": ...}``, chat completion responses, LangChain
 ``generations``) are unwrapped.
 
-Documents without an id get a content hash (``sha256(content)[:16]``). GenAI retrieval spans
+Documents without an id take one from their metadata (``id``, ``doc_id``, ...), else a content
+hash (``sha256(content)[:16]``, the same as ragmon's SDK). GenAI retrieval spans
 may carry ids and scores only; then texts are looked up in the chat span's input messages
 (matched by id in structured tool results, or by position when the counts agree). When that is
 not possible the documents stay without text — documented, not guessed.
