@@ -6,7 +6,10 @@ swaps the API module's private slots for every test and puts the previous ones b
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import pytest
 from opentelemetry import trace
@@ -86,3 +89,33 @@ def spans() -> Spans:
 @pytest.fixture
 def fresh_global_otel() -> None:
     """Documents that a test sets or reads the global provider (``clean_sdk`` resets it)."""
+
+
+# --- a real OTLP/HTTP endpoint: records what the SDK's exporter POSTs --------------------------------
+class _Collector(BaseHTTPRequestHandler):
+    requests: list[tuple[str, dict[str, str], bytes]]
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        self.requests.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.end_headers()
+        self.wfile.write(b"")
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def collector() -> Iterator[tuple[str, list[tuple[str, dict[str, str], bytes]]]]:
+    received: list[tuple[str, dict[str, str], bytes]] = []
+    handler = type("Handler", (_Collector,), {"requests": received})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1/traces", received
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -6,10 +6,8 @@ from __future__ import annotations
 import gzip
 import socket
 import sys
-import threading
 import types
 from collections.abc import Iterator, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -394,35 +392,6 @@ def test_user_exception_still_wins_when_the_sdk_fails_too(no_global: None) -> No
 
 
 # --- real OTLP/HTTP ------------------------------------------------------------------------------------
-class _Collector(BaseHTTPRequestHandler):
-    requests: list[tuple[str, dict[str, str], bytes]]
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        self.requests.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body))
-        self.send_response(200)
-        self.send_header("Content-Type", "application/x-protobuf")
-        self.end_headers()
-        self.wfile.write(b"")
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
-@pytest.fixture
-def collector() -> Iterator[tuple[str, list[tuple[str, dict[str, str], bytes]]]]:
-    received: list[tuple[str, dict[str, str], bytes]] = []
-    handler = type("Handler", (_Collector,), {"requests": received})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1/traces", received
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 def test_real_otlp_http_export(no_global: None, collector: tuple[str, list[Any]]) -> None:
     endpoint, received = collector
     ragmon.init(service_name="otlp-test", endpoint=endpoint, set_global=False)
