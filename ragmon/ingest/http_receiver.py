@@ -46,6 +46,9 @@ RETRY_AFTER_S = 1  # seconds; exporters add their own exponential backoff on top
 _THREAD_DECODE_BYTES = 256 * 1024  # smaller bodies decode faster than a thread hop
 _READ_CHUNK = 64 * 1024
 _SHUTDOWN_TIMEOUT_S = 10.0
+# Bodies being read or decoded at once may hold at most this many times the per-request limit;
+# beyond it new requests get a retryable 503 instead of growing memory without bound.
+_BODY_BUDGET_FACTOR = 4
 
 # google.rpc.Code values used in Status bodies
 _RPC_INVALID_ARGUMENT = 3
@@ -75,6 +78,7 @@ class OtlpHttpReceiver:
         self._port: int | None = None
         self._accepting = False
         self._in_flight = 0
+        self._budget = _BodyBudget(_BODY_BUDGET_FACTOR * self._max_body)
         self._idle = asyncio.Event()
         self._idle.set()
 
@@ -168,13 +172,20 @@ class OtlpHttpReceiver:
             return _status_response(503, _RPC_UNAVAILABLE, "agent is busy; retry later", response_type,
                                     headers={hdrs.RETRY_AFTER: str(RETRY_AFTER_S)})
         try:
-            body = await self._read_body(request)
-            if len(body) > _THREAD_DECODE_BYTES:
-                batch = await asyncio.to_thread(self._decode, request, body)
-            else:
-                batch = self._decode(request, body)
+            with self._budget.reservation() as reservation:
+                body = await self._read_body(request, reservation)
+                if len(body) > _THREAD_DECODE_BYTES:
+                    batch = await asyncio.to_thread(self._decode, request, body)
+                else:
+                    batch = self._decode(request, body)
         except DecodeError as exc:
             return self._reject(exc, response_type)
+        except _BudgetExceeded:
+            self._count(sc.OUTCOME_THROTTLED)
+            self._log_once.warning("body_budget", "OTLP receiver: %d bytes of request bodies in progress; "
+                                   "answering 503 Retry-After", self._budget.used)
+            return _status_response(503, _RPC_UNAVAILABLE, "too many large requests in progress; retry later",
+                                    response_type, headers={hdrs.RETRY_AFTER: str(RETRY_AFTER_S)})
 
         if batch.rejected_spans:
             self._metrics.dropped.labels(sc.DROP_MALFORMED_SPAN).inc(batch.rejected_spans)
@@ -192,7 +203,7 @@ class OtlpHttpReceiver:
         self._count(sc.OUTCOME_PARTIAL if batch.rejected_spans else sc.OUTCOME_OK)
         return _export_response(batch, response_type)
 
-    async def _read_body(self, request: web.Request) -> bytes:
+    async def _read_body(self, request: web.Request, reservation: _Reservation) -> bytes:
         declared = request.content_length
         if declared is not None and declared > self._max_body:
             raise DecodeError(f"body of {declared} bytes exceeds {self._max_body}", reason=sc.DROP_BODY_TOO_LARGE)
@@ -202,6 +213,8 @@ class OtlpHttpReceiver:
             raise DecodeError(
                 f"unsupported content type {media or '(none)'!r}; use {CONTENT_TYPE_PROTOBUF} or {CONTENT_TYPE_JSON}",
                 reason=sc.DROP_UNSUPPORTED_MEDIA)
+        if declared is not None:
+            reservation.take(declared)
         chunks: list[bytes] = []
         size = 0
         try:
@@ -209,6 +222,8 @@ class OtlpHttpReceiver:
                 size += len(chunk)
                 if size > self._max_body:
                     raise DecodeError(f"body exceeds {self._max_body} bytes", reason=sc.DROP_BODY_TOO_LARGE)
+                if declared is None:  # chunked transfer: reserve as it arrives
+                    reservation.take(len(chunk))
                 chunks.append(chunk)
         except (ConnectionError, HttpProcessingError, asyncio.IncompleteReadError) as exc:
             # the client went away or broke the framing mid-body: nothing decodable arrived
@@ -235,6 +250,43 @@ class OtlpHttpReceiver:
 
 
 # --- helpers ------------------------------------------------------------------------------------
+class _BudgetExceeded(Exception):
+    pass
+
+
+class _BodyBudget:
+    """Bytes of request bodies held by requests in progress (single event loop: no lock)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+
+    def reservation(self) -> _Reservation:
+        return _Reservation(self)
+
+
+class _Reservation:
+    def __init__(self, budget: _BodyBudget) -> None:
+        self._budget = budget
+        self._taken = 0
+
+    def take(self, size: int) -> None:
+        """Reserve ``size`` more bytes or raise ``_BudgetExceeded``. A request alone may
+        always use the per-request maximum, so the budget never starves everything."""
+        budget = self._budget
+        if budget.used + size > budget.limit and budget.used - self._taken > 0:
+            raise _BudgetExceeded
+        budget.used += size
+        self._taken += size
+
+    def __enter__(self) -> _Reservation:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._budget.used -= self._taken
+        self._taken = 0
+
+
 def _bound_port(runner: web.AppRunner, requested: int) -> int:
     for address in runner.addresses:
         if isinstance(address, tuple) and len(address) >= 2:

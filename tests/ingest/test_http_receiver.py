@@ -337,3 +337,29 @@ async def test_broken_chunked_framing_is_a_bad_request(running: Running) -> None
     writer.close()
     assert status_line.split()[1] == b"400"
     await _good_request_still_works(running)
+
+
+async def test_bodies_in_progress_are_bounded_with_a_retryable_503() -> None:
+    r = await _start(max_body=64 * 1024)  # budget: 4 x 64 KiB of bodies in progress
+    held = []
+    try:
+        for _ in range(4):  # four uploads that declared 64 KiB and are still sending
+            reader, writer = await asyncio.open_connection("127.0.0.1", r.receiver.port)
+            writer.write(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\n"
+                         b"Content-Length: 65536\r\n\r\n" + b"\x00" * 1024)
+            await writer.drain()
+            held.append((reader, writer))
+        await asyncio.sleep(0.2)
+        body = _factory_with_trace().request().SerializeToString()
+        busy = await r.client.post(r.url, content=body, headers=PROTO)
+        assert busy.status_code == 503 and int(busy.headers["retry-after"]) >= 1
+        assert r.requests(sc.OUTCOME_THROTTLED) == 1
+        for reader, writer in held:  # the uploads finish (garbage: 400) and give their bytes back
+            writer.write(b"\x00" * (65536 - 1024))
+            await writer.drain()
+            assert (await asyncio.wait_for(reader.readline(), 10)).split()[1] == b"400"
+            writer.close()
+        await _good_request_still_works(r)
+    finally:
+        await r.client.aclose()
+        await r.receiver.stop()
