@@ -7,8 +7,12 @@ behaves correctly against it:
   malformed, ``partial_success.rejected_spans`` and ``error_message`` say so;
 * 400 (malformed body), 413 (too large), 415 (unsupported content type or encoding) with a
   ``google.rpc.Status`` body — not retryable, so exporters drop the batch;
-* 405 for other methods; 503 with ``Retry-After`` while the agent applies back-pressure
-  (retryable, so exporters back off and send again rather than lose the spans).
+* 405 for other methods; 503 with ``Retry-After`` while the agent applies back-pressure, or
+  while request bodies in progress already hold 4x ``receiver_max_body_bytes`` (retryable, so
+  exporters back off and send again rather than lose the spans).
+
+Gzip bodies are inflated by the decoder with an output bound (aiohttp's own decompression is
+off), so ``receiver_max_body_bytes`` limits what is decoded, not just what is sent.
 
 Every request is counted in ``ragmon_receiver_requests_total{source="http",outcome}``, spans
 in ``ragmon_spans_received_total`` and bad input in ``ragmon_dropped_total{reason}``; each kind
