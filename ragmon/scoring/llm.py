@@ -152,6 +152,7 @@ class LlmJudge:
         self.temperature = temperature
         self.response_format = FORMAT_JSON_SCHEMA
         self._metrics = metrics
+        self._api_key = api_key  # kept only to scrub it from server error messages
         self._embedder = embedder
         self._clock = clock
         self._sleep = sleep
@@ -468,9 +469,10 @@ class LlmJudge:
                     failure = JudgeHTTPError(f"judge endpoint answered HTTP {status}", status=status)
                 else:
                     self._circuit.release()
-                    failure = JudgeHTTPError(
-                        f"judge endpoint answered HTTP {status}: {_error_message(response)}", status=status
-                    )
+                    message = _error_message(response)
+                    if self._api_key:  # a proxy may echo the key back in its error message
+                        message = message.replace(self._api_key, "***")
+                    failure = JudgeHTTPError(f"judge endpoint answered HTTP {status}: {message}", status=status)
             if failure.retriable and attempt < self.max_retries:
                 self._outcome(OUTCOME_RETRY)
                 delay = self._backoff.delay(attempt, retry_after)

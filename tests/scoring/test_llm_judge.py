@@ -262,7 +262,7 @@ async def test_prompt_injection_in_the_answer_reaches_the_model_only_as_data(ser
 async def test_api_key_never_appears_in_logs_errors_or_repr(server, make_judge, caplog):
     secret = "sk-live-SECRET-0123456789"
     caplog.set_level(logging.DEBUG)
-    server.enqueue(Reply.error(500), Reply.error(401, message="invalid api key"))
+    server.enqueue(Reply.error(500), Reply.error(401, message=f"invalid api key {secret}"))
     judge = make_judge(api_key=secret, max_retries=1, sleep=ManualClock().sleep)
     with pytest.raises(JudgeHTTPError) as info:
         await judge.score(trace())
