@@ -163,10 +163,12 @@ class FaithRow:
     generator: str
 
 
-def analyse_ragtruth(judge: LocalJudge, rows: list[dict]) -> list[FaithRow]:
+def analyse_ragtruth(judge: LocalJudge, baseline: LocalJudge, rows: list[dict]) -> list[FaithRow]:
     out = []
     for i, r in enumerate(rows):
         a = judge.analyse(r["question"], r["contexts"], r["answer"])
+        # the plain-embedding baseline reads every context sentence
+        full = baseline.analyse(r["question"], r["contexts"], r["answer"])
         if not a.evidence:
             continue
         out.append(
@@ -176,7 +178,7 @@ def analyse_ragtruth(judge: LocalJudge, rows: list[dict]) -> list[FaithRow]:
                 label=int(r["labels"]["faithful"]),
                 evidence=a.evidence,
                 claim_labels=claim_labels(r["answer"], a.claims, r["meta"].get("hallucination_spans", [])),
-                plain_cos=min(e.max_cos for e in a.evidence),
+                plain_cos=min(e.max_cos for e in full.evidence),
                 token_overlap=token_overlap_baseline(r["answer"], r["contexts"]),
                 generator=r["meta"].get("generator", ""),
             )
@@ -455,9 +457,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     judge = LocalJudge(cache_size=0)
+    baseline = LocalJudge(cache_size=0, max_sentences_per_context=0)  # shares the embedder
     save_embeddings = persist_embeddings(judge, ROOT / ".cache" / "fit_local_judge_embeddings.npz")
     t0 = time.perf_counter()
-    rt = analyse_ragtruth(judge, load(args.data / "ragtruth_qa_dev.jsonl"))
+    rt = analyse_ragtruth(judge, baseline, load(args.data / "ragtruth_qa_dev.jsonl"))
     wq = analyse_wikiqa(judge, load(args.data / "wikiqa_ranked_dev.jsonl"))
     print(f"analysed {len(rt)} + {len(wq)} rows in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
     save_embeddings()

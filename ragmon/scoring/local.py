@@ -29,8 +29,8 @@ import numpy as np
 
 from ..types import RagTrace, Scores
 from . import local_model
-from .claims import TextFacts, content_tokens, cut_long, facts, split_claims, split_sentences
-from .embedder import Embedder
+from .claims import TextFacts, content_tokens, cut_long, facts, rarity, split_claims, split_sentences
+from .embedder import EMBEDDING_DIM, Embedder
 from .evidence import ClaimEvidence, check_claims, context_average_precision
 
 MAX_CONTEXT_SENTENCE_WORDS = 60
@@ -115,10 +115,12 @@ class LocalJudge:
         *,
         threads: int = 1,
         cache_size: int = 8192,
+        max_sentences_per_context: int = 4,
     ) -> None:
         # Raises ModelError (missing file, checksum mismatch) at construction: fail fast.
         self._embedder = _embedder_for(model_path, sha256, threads)
         self._cache = _VectorCache(cache_size)
+        self._max_sentences = max_sentences_per_context
         self._stage_lock = threading.Lock()
         self.stage_seconds: dict[str, float] = dict.fromkeys(STAGES, 0.0)
 
@@ -162,26 +164,27 @@ class LocalJudge:
             sents = [p for s in split_sentences(ctx) for p in cut_long(s, MAX_CONTEXT_SENTENCE_WORDS)]
             ctx_sentences.append(sents or [ctx[:1000]])
         flat_sentences = [s for sents in ctx_sentences for s in sents]
-        t1 = time.perf_counter()
-
-        question_vec, claim_vecs, sentence_vecs, answer_vec = self._embed_all(
-            question, claims, flat_sentences, answer
-        )
-        t2 = time.perf_counter()
-
         sentence_facts = [facts(s) for s in flat_sentences]
         claim_tokens = [content_tokens(c) for c in claims]
         claim_facts = [facts(c) for c in claims]
+        question_tokens = facts(question).tokens if question else frozenset()
+        embed_mask = self._sentences_to_embed(ctx_sentences, sentence_facts, question_tokens, claim_facts)
+        t1 = time.perf_counter()
+
+        question_vec, claim_vecs, sentence_vecs, answer_vec = self._embed_all(
+            question, claims, flat_sentences, answer, embed_mask
+        )
+        t2 = time.perf_counter()
+
         context_bigrams: set[tuple[str, str]] = set()
         for s in flat_sentences:
             context_bigrams.update(itertools.pairwise(content_tokens(s)))
-        question_tokens = facts(question).tokens if question else frozenset()
         evidence = check_claims(
             claims, claim_facts, claim_tokens, claim_vecs, flat_sentences, sentence_facts,
             sentence_vecs, context_bigrams, question_tokens,
         )
         ctx_features = self._context_features(
-            question, question_vec, ctx_sentences, sentence_facts, sentence_vecs
+            question, question_vec, ctx_sentences, sentence_facts, sentence_vecs, embed_mask
         )
         t3 = time.perf_counter()
         self._add_time("split", t1 - t0)
@@ -198,14 +201,49 @@ class LocalJudge:
             contexts_ignored=max(0, len(contexts) - MAX_CONTEXTS),
         )
 
+    def _sentences_to_embed(
+        self,
+        ctx_sentences: Sequence[Sequence[str]],
+        sentence_facts: Sequence[TextFacts],
+        question_tokens: frozenset[str],
+        claim_facts: Sequence[TextFacts],
+    ) -> np.ndarray:
+        """Which context sentences to embed: in long contexts, only the ``max_sentences`` that
+        share the most (rarity-weighted) words with the question or the answer. Embedding is
+        ~95% of the judge's time, and a sentence sharing no word with either is almost never
+        the best evidence or the most relevant one; its words still count for coverage."""
+        mask = np.ones(len(sentence_facts), dtype=bool)
+        if self._max_sentences <= 0:
+            return mask
+        wanted = set(question_tokens)
+        for f in claim_facts:
+            wanted |= f.tokens
+        start = 0
+        for sents in ctx_sentences:
+            stop = start + len(sents)
+            if len(sents) > self._max_sentences:
+                overlap = [
+                    (sum(rarity(t) for t in sentence_facts[j].tokens & wanted), -j) for j in range(start, stop)
+                ]
+                keep = {-j for _, j in sorted(overlap, reverse=True)[: self._max_sentences]}
+                for j in range(start, stop):
+                    mask[j] = j in keep
+            start = stop
+        return mask
+
     def _add_time(self, stage: str, seconds: float) -> None:
         with self._stage_lock:
             self.stage_seconds[stage] += seconds
 
     def _embed_all(
-        self, question: str | None, claims: list[str], sentences: list[str], answer: str | None
+        self, question: str | None, claims: list[str], sentences: list[str], answer: str | None,
+        embed_mask: np.ndarray,
     ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray, np.ndarray | None]:
         cached = self._cache.get_many(sentences)
+        zero = np.zeros(EMBEDDING_DIM, dtype=np.float32)
+        for j, keep in enumerate(embed_mask):
+            if not keep and cached[j] is None:
+                cached[j] = zero  # not embedded: cosine 0 with everything
         missing = [s for s, v in zip(sentences, cached, strict=True) if v is None]
         missing_unique = list(dict.fromkeys(missing))
         batch: list[str] = list(missing_unique)
@@ -222,7 +260,7 @@ class LocalJudge:
         sentence_vecs = np.array(
             [v if v is not None else lookup[s] for s, v in zip(sentences, cached, strict=True)],
             dtype=np.float32,
-        ).reshape(len(sentences), -1 if sentences else vecs.shape[1])
+        ).reshape(len(sentences), EMBEDDING_DIM)
         claim_vecs = vecs[claim_start : claim_start + len(claims)]
         question_vec = vecs[q_idx] if q_idx >= 0 else None
         # The answer as a whole: the normalised mean of its claims (embedding the full answer
@@ -240,12 +278,14 @@ class LocalJudge:
         ctx_sentences: Sequence[Sequence[str]],
         sentence_facts: Sequence[TextFacts],
         sentence_vecs: np.ndarray,
+        embedded: np.ndarray,
     ) -> list[local_model.ContextFeatures]:
         if question is None or question_vec is None or not ctx_sentences:
             return []
         sims = sentence_vecs @ question_vec if len(sentence_vecs) else np.zeros(0)
+        sims = np.where(embedded, sims, -1.0)  # a sentence left out is never the best one
         # The question minus what all contexts share (their centroid): what is specific to it.
-        centroid = sentence_vecs.mean(axis=0) if len(sentence_vecs) else np.zeros_like(question_vec)
+        centroid = sentence_vecs[embedded].mean(axis=0) if embedded.any() else np.zeros_like(question_vec)
         norm = float(np.linalg.norm(centroid))
         specific = question_vec - (question_vec @ centroid) / (norm * norm) * centroid if norm > 0 else question_vec
         specific_norm = float(np.linalg.norm(specific))
@@ -258,7 +298,9 @@ class LocalJudge:
             evidence.append(
                 local_model.ContextEvidence(
                     best_cos=float(sims[start:stop].max()) if stop > start else 0.0,
-                    best_specific_cos=float(resid[start:stop].max()) if stop > start else 0.0,
+                    best_specific_cos=(
+                        float(np.where(embedded, resid, -1.0)[start:stop].max()) if stop > start else 0.0
+                    ),
                     tokens=frozenset().union(*(f.tokens for f in own)),
                     numbers=frozenset().union(*(f.numbers for f in own)),
                     entities=frozenset().union(*(f.entities for f in own)),
