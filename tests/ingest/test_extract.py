@@ -566,3 +566,57 @@ def test_langgraph_message_state_and_outputs_without_an_answer_key() -> None:
             b.span("llm", 10, 800, root, **{sc.SPAN_KIND: "LLM", sc.OUTPUT_VALUE: ANSWER}):
         pass
     assert b.build().answer == ANSWER
+
+
+_ODD: list[Any] = [None, "", " ", "{", "[1,", "null", "[]", "{}", '{"a": {"b": []}}', '[{"id": null}]',
+                   '{"outputs": [{"page_content": 5}]}', 0, -1, 2**70, float("nan"), float("inf"), True,
+                   b"\xff", [], [None], [1, "a"], {"x": {"y": [1]}}, ["{\"role\": 1}"], "\x00" * 3]
+
+
+def test_random_attribute_values_never_break_extraction() -> None:
+    """Deterministic fuzzing over realistic attribute sets of every convention family."""
+    import random
+
+    from ragmon.types import SpanRecord
+
+    keys = [sc.SPAN_KIND, sc.RAGMON_STAGE, sc.INPUT_VALUE, sc.OUTPUT_VALUE, sc.GEN_AI_OPERATION_NAME,
+            sc.GEN_AI_RETRIEVAL_DOCUMENTS, sc.GEN_AI_INPUT_MESSAGES, sc.GEN_AI_OUTPUT_MESSAGES,
+            sc.GEN_AI_SYSTEM_INSTRUCTIONS, sc.TRACELOOP_ENTITY_INPUT, sc.TRACELOOP_ENTITY_OUTPUT,
+            sc.TRACELOOP_SPAN_KIND, sc.LLM_REQUEST_TYPE, sc.RAGMON_CONTENT_SAMPLED, sc.RAGMON_FEEDBACK,
+            sc.RAGMON_DOCUMENT_COUNT, sc.TAG_TAGS, sc.ERROR_TYPE, sc.RERANKER_QUERY,
+            "retrieval.documents.0.document.id", "retrieval.documents.0.document.content",
+            "retrieval.documents.0.document.score", "retrieval.documents.1.document.metadata",
+            "reranker.output_documents.0.document.id", "llm.output_messages.0.message.content",
+            "llm.input_messages.0.message.role", "gen_ai.prompt.0.content", "gen_ai.completion.0.content"]
+    good = {sc.SPAN_KIND: ["RETRIEVER", "LLM", "CHAIN", "RERANKER"], sc.RAGMON_STAGE: ["pipeline", "retriever"],
+            sc.GEN_AI_OPERATION_NAME: ["retrieval", "chat", "vector_db_retrieve"]}
+    rng = random.Random(99)
+    for _ in range(300):
+        spans = []
+        for i in range(rng.randint(1, 5)):
+            attrs: dict[str, Any] = {}
+            for key in rng.sample(keys, rng.randint(0, 8)):
+                attrs[key] = rng.choice(good.get(key, []) + _ODD)
+            parent = None if i == 0 or rng.random() < 0.2 else f"{rng.randint(1, i):016x}"
+            events = ()
+            if rng.random() < 0.3:
+                from ragmon.types import SpanEvent
+
+                events = (SpanEvent(name=rng.choice([sc.DB_QUERY_RESULT_EVENT, sc.EXCEPTION_EVENT]), time_ns=1,
+                                    attributes={sc.DB_QUERY_RESULT_ID: rng.choice(_ODD),
+                                                sc.DB_QUERY_RESULT_DOCUMENT: rng.choice(_ODD),
+                                                sc.EXCEPTION_TYPE: rng.choice(_ODD)}),)
+            spans.append(SpanRecord(
+                trace_id="ab" * 16, span_id=f"{i + 1:016x}", parent_span_id=parent, name=f"s{i}",
+                start_time_ns=rng.randint(0, 10**9), end_time_ns=rng.randint(0, 2 * 10**9), attributes=attrs,
+                resource={"service.name": rng.choice(["svc", 5, None, ""])}, events=events,
+                status_code=rng.choice(["UNSET", "ERROR"]), dropped_attributes_count=rng.choice([0, 3])))
+        trace = build_rag_trace(spans, complete=True)
+        assert [d.rank for d in trace.documents] == list(range(len(trace.documents)))
+        assert len({d.id for d in trace.documents}) == len(trace.documents)
+        assert all(isinstance(d.id, str) and d.id for d in trace.documents)
+        assert trace.question is None or isinstance(trace.question, str)
+        assert trace.answer is None or isinstance(trace.answer, str)
+        assert isinstance(trace.service, str) and isinstance(trace.pipeline, str)
+        for latency in (trace.retrieval_latency_s, trace.generation_latency_s, trace.pipeline_latency_s):
+            assert latency is None or latency >= 0
