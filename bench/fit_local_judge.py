@@ -404,6 +404,7 @@ def nested_context(
 # --- main -----------------------------------------------------------------------------------------
 _NOVELTY = ["log_novel_total", "min_coverage", "max_novel_run", "min_rare_coverage"]
 _CHECKS = ["any_missing_number", "share_missing_entity", "any_negation_mismatch"]
+_WEIGHTED = ["log_weighted_novel", "log_cos_weighted_novel"]
 _ALL = [*local_model.ANSWER_BASE_FEATURES, "min_rare_coverage", "mean_rare_coverage", "log_rare_novel_total"]
 
 # Ablation, one group of features at a time (plain out-of-fold; fixed feature lists).
@@ -419,6 +420,8 @@ FAITH_STEPS: list[tuple[str, list[str], list[str]]] = [
     ("+ rarity-weighted coverage", [], _ALL),
     ("+ claim-level model (span labels)", local_model.CLAIM_FEATURES,
      [*_ALL, "min_support", "mean_support", "share_unsupported"]),
+    ("+ novelty weighted by evidence fit", local_model.CLAIM_FEATURES,
+     [*_ALL, "min_support", "mean_support", "share_unsupported", *_WEIGHTED]),
 ]
 # Candidates for nested selection (the inner folds pick one per outer fold).
 FAITH_CANDIDATES: list[tuple[str, list[str], list[str]]] = [
@@ -426,6 +429,8 @@ FAITH_CANDIDATES: list[tuple[str, list[str], list[str]]] = [
     ("novelty", [], _NOVELTY),
     ("novelty+checks", [], [*_NOVELTY, *_CHECKS]),
     ("novelty+checks+cosine", [], [*_NOVELTY, *_CHECKS, "min_cos"]),
+    ("novelty+evidence fit", [], [*_NOVELTY, *_WEIGHTED]),
+    ("novelty+evidence fit+checks", [], [*_NOVELTY, *_WEIGHTED, *_CHECKS]),
     ("all", [], _ALL),
     ("all+claim model", local_model.CLAIM_FEATURES, [*_ALL, "min_support", "mean_support", "share_unsupported"]),
 ]
@@ -437,7 +442,9 @@ CTX_STEPS: list[tuple[str, list[str]]] = [
     ("+ question-specific cosine", ["best_cos", "question_coverage", "cos_gap", "coverage_gap", "specific_cos"]),
     ("+ in-trace IDF coverage", ["best_cos", "question_coverage", "cos_gap", "coverage_gap", "specific_cos",
                                  "idf_coverage"]),
-    ("+ names, answer type, definition, length", local_model.CONTEXT_FEATURES),
+    ("+ names, answer type, definition, length", [f for f in local_model.CONTEXT_FEATURES
+                                                   if f not in ("focus_cos", "focus_gap")]),
+    ("+ topic-free question cosine", local_model.CONTEXT_FEATURES),
 ]
 CTX_CANDIDATES = CTX_STEPS
 

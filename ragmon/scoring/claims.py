@@ -26,7 +26,8 @@ _SENT_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
 _BULLET = re.compile(r"^\s*(?:[-*•·]+|\(?\d{1,2}[.)]|\(?[a-z][.)])\s+")
 _INLINE_NUMBERED = re.compile(r"\s+(?=\d{1,2}\s{1,2}[A-Z])")  # "1 Dump coals. 2  Spread them" lists
 _WORD = re.compile(r"[A-Za-z0-9]+(?:[.,][0-9]+)*(?:['’][A-Za-z]+)?")
-_NUMBER = re.compile(r"(?<![A-Za-z0-9])[-+]?\$?\d[\d,]*(?:\.\d+)?(?:%|st|nd|rd|th)?")
+# "1,000" is one number, "1,2,3" are three
+_NUMBER = re.compile(r"(?<![A-Za-z0-9])[-+]?\$?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?:%|st|nd|rd|th)?")
 # "Step 6", "Option 2", "Passage 1": numbering, not a quantity the contexts must contain
 _ENUMERATION = re.compile(
     r"\b(?:step|steps|option|options|question|questions|passage|passages|part|chapter|section|phase|"

@@ -46,6 +46,7 @@ class ClaimEvidence:
     about_sources: bool = False  # the claim talks about the passages ("the passages do not say")
     best_overlap: float = 0.0  # share of the claim's words in its best evidence sentence
     best_reverse_overlap: float = 0.0  # share of that sentence's words in the claim
+    claim_negated: bool = False  # the claim itself carries the negation
 
     @property
     def paraphrase(self) -> bool:
@@ -76,7 +77,9 @@ class ClaimEvidence:
             return None
         if self.missing_digits:
             return "number(s) not in contexts: " + ", ".join(self.missing_digits[:3])
-        if self.negation_mismatch and self.close_paraphrase and self.max_cos >= NEGATION_MIN_COS:
+        if self.negation_mismatch and self.close_paraphrase and self.max_cos >= NEGATION_MIN_COS and (
+            self.claim_negated or self.best_reverse_overlap >= 0.85  # a claim dropping a negated clause is fine
+        ):
             return "negation differs from the closest context sentence"
         if self.missing_entities and self.paraphrase:
             return "name(s) not in contexts: " + ", ".join(self.entity_names()[:3])
@@ -170,6 +173,7 @@ def check_claims(
                 local_missing_numbers=tuple(sorted(cf.numbers - window_numbers)),
                 missing_entities=tuple(sorted(cf.entities - all_tokens)),
                 negation_mismatch=(cf.negations > 0) != (evidence_neg > 0),
+                claim_negated=cf.negations > 0,
                 n_tokens=n_tok,
                 novel_tokens=len(novel),
                 novel_run=longest,

@@ -29,7 +29,17 @@ import numpy as np
 
 from ..types import RagTrace, Scores
 from . import local_model
-from .claims import TextFacts, content_tokens, cut_long, facts, rarity, split_claims, split_sentences
+from .claims import (
+    TextFacts,
+    content_tokens,
+    cut_long,
+    facts,
+    rarity,
+    split_claims,
+    split_sentences,
+    stem,
+    words,
+)
 from .embedder import EMBEDDING_DIM, Embedder
 from .evidence import ClaimEvidence, check_claims, context_average_precision
 
@@ -43,6 +53,31 @@ STAGES = ("split", "embed", "evidence", "combine")
 def _short(text: str, limit: int = _REASON_CHARS) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def focus_question(
+    question: str, ctx_sentences: Sequence[Sequence[str]], sentence_facts: Sequence[TextFacts]
+) -> str | None:
+    """The question without its topic: words found in most contexts ("Cougar Town" in "where is
+    Cougar Town filmed") say little about *which* context answers it; "where ... filmed" does.
+    None when no word qualifies (fewer than 2 contexts, or the topic is the whole question)."""
+    if len(ctx_sentences) < 2:
+        return None
+    context_tokens: list[set[str]] = []
+    start = 0
+    for sents in ctx_sentences:
+        toks: set[str] = set()
+        for f in sentence_facts[start : start + len(sents)]:
+            toks |= f.tokens
+        context_tokens.append(toks)
+        start += len(sents)
+    common = {t for t in facts(question).tokens if sum(t in c for c in context_tokens) * 2 > len(context_tokens)}
+    if not common:
+        return None
+    kept = [w for w in words(question) if stem(w.lower().replace("’", "'")) not in common]
+    if len(content_tokens(" ".join(kept))) == 0:
+        return None
+    return " ".join(kept)
 
 
 class _VectorCache:
@@ -171,9 +206,13 @@ class LocalJudge:
         embed_mask = self._sentences_to_embed(ctx_sentences, sentence_facts, question_tokens, claim_facts)
         t1 = time.perf_counter()
 
-        question_vec, claim_vecs, sentence_vecs, answer_vec = self._embed_all(
-            question, claims, flat_sentences, answer, embed_mask
+        focus = focus_question(question, ctx_sentences, sentence_facts) if question else None
+        questions = [q for q in (question, focus) if q]
+        question_vecs, claim_vecs, sentence_vecs, answer_vec = self._embed_all(
+            questions, claims, flat_sentences, answer, embed_mask
         )
+        question_vec = question_vecs[0] if question else None
+        focus_vec = question_vecs[1] if focus else question_vec
         t2 = time.perf_counter()
 
         context_bigrams: set[tuple[str, str]] = set()
@@ -184,7 +223,7 @@ class LocalJudge:
             sentence_vecs, context_bigrams, question_tokens,
         )
         ctx_features = self._context_features(
-            question, question_vec, ctx_sentences, sentence_facts, sentence_vecs, embed_mask
+            question, question_vec, focus_vec, ctx_sentences, sentence_facts, sentence_vecs, embed_mask
         )
         t3 = time.perf_counter()
         self._add_time("split", t1 - t0)
@@ -236,9 +275,9 @@ class LocalJudge:
             self.stage_seconds[stage] += seconds
 
     def _embed_all(
-        self, question: str | None, claims: list[str], sentences: list[str], answer: str | None,
+        self, questions: list[str], claims: list[str], sentences: list[str], answer: str | None,
         embed_mask: np.ndarray,
-    ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray, np.ndarray | None]:
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
         cached = self._cache.get_many(sentences)
         zero = np.zeros(EMBEDDING_DIM, dtype=np.float32)
         for j, keep in enumerate(embed_mask):
@@ -247,10 +286,8 @@ class LocalJudge:
         missing = [s for s, v in zip(sentences, cached, strict=True) if v is None]
         missing_unique = list(dict.fromkeys(missing))
         batch: list[str] = list(missing_unique)
-        q_idx = -1
-        if question is not None:
-            q_idx = len(batch)
-            batch.append(question)
+        q_start = len(batch)
+        batch.extend(questions)
         claim_start = len(batch)
         batch.extend(claims)
         vecs = self._embedder.embed(batch)
@@ -262,19 +299,20 @@ class LocalJudge:
             dtype=np.float32,
         ).reshape(len(sentences), EMBEDDING_DIM)
         claim_vecs = vecs[claim_start : claim_start + len(claims)]
-        question_vec = vecs[q_idx] if q_idx >= 0 else None
+        question_vecs = vecs[q_start:claim_start]
         # The answer as a whole: the normalised mean of its claims (embedding the full answer
         # again would cost a third more and MiniLM would cut it at 128 tokens anyway).
         answer_vec: np.ndarray | None = None
         if answer is not None and len(claims):
             mean = claim_vecs.mean(axis=0)
             answer_vec = mean / max(float(np.linalg.norm(mean)), 1e-12)
-        return question_vec, claim_vecs, sentence_vecs, answer_vec
+        return question_vecs, claim_vecs, sentence_vecs, answer_vec
 
     @staticmethod
     def _context_features(
         question: str | None,
         question_vec: np.ndarray | None,
+        focus_vec: np.ndarray | None,
         ctx_sentences: Sequence[Sequence[str]],
         sentence_facts: Sequence[TextFacts],
         sentence_vecs: np.ndarray,
@@ -284,6 +322,8 @@ class LocalJudge:
             return []
         sims = sentence_vecs @ question_vec if len(sentence_vecs) else np.zeros(0)
         sims = np.where(embedded, sims, -1.0)  # a sentence left out is never the best one
+        focus_sims = sentence_vecs @ focus_vec if focus_vec is not None and len(sentence_vecs) else sims
+        focus_sims = np.where(embedded, focus_sims, -1.0)
         # The question minus what all contexts share (their centroid): what is specific to it.
         centroid = sentence_vecs[embedded].mean(axis=0) if embedded.any() else np.zeros_like(question_vec)
         norm = float(np.linalg.norm(centroid))
@@ -298,6 +338,7 @@ class LocalJudge:
             evidence.append(
                 local_model.ContextEvidence(
                     best_cos=float(sims[start:stop].max()) if stop > start else 0.0,
+                    best_focus_cos=float(focus_sims[start:stop].max()) if stop > start else 0.0,
                     best_specific_cos=(
                         float(np.where(embedded, resid, -1.0)[start:stop].max()) if stop > start else 0.0
                     ),

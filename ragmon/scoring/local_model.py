@@ -109,6 +109,9 @@ def answer_features(evidence: Sequence[ClaimEvidence], supports: Sequence[float]
         "log_answer_tokens": math.log1p(sum(e.n_tokens for e in evidence)),
         "mean_novel_run": sum(f["novel_run"] for f in feats) / n,
         "share_runs": sum(f["novel_run"] >= 0.6 for f in feats) / n,
+        # novel words count more in claims that their best evidence does not cover/resemble
+        "log_weighted_novel": math.log1p(sum(e.novel_tokens * (1 - e.local_coverage) for e in evidence)),
+        "log_cos_weighted_novel": math.log1p(sum(e.novel_tokens * max(0.0, 1 - e.max_cos) for e in evidence)),
         "min_rare_coverage": min(f["rare_coverage"] for f in feats),
         "mean_rare_coverage": sum(f["rare_coverage"] for f in feats) / n,
         "log_rare_novel_total": math.log1p(sum(e.rare_novel for e in evidence)),
@@ -136,7 +139,7 @@ def answer_relevancy(whole_cos: float, best_claim_cos: float) -> float:
 ContextFeatures = dict[str, float]
 
 CONTEXT_FEATURES = [
-    "best_cos", "cos_gap", "specific_cos", "question_coverage", "coverage_gap", "idf_coverage",
+    "best_cos", "cos_gap", "specific_cos", "focus_cos", "focus_gap", "question_coverage", "coverage_gap", "idf_coverage",
     "question_entity_coverage", "answer_type_match", "definition", "length", "pronoun_start",
 ]
 
@@ -161,6 +164,7 @@ class ContextEvidence:
 
     best_cos: float  # best cosine between the question and a sentence of the context
     best_specific_cos: float  # same, with the direction all contexts share removed from the question
+    best_focus_cos: float  # same, for the question without the words most contexts share
     tokens: frozenset[str]
     numbers: frozenset[str]
     entities: frozenset[str]
@@ -213,6 +217,7 @@ def context_features(question_text: str, question: TextFacts, contexts: Sequence
         raw.append({
             "best_cos": c.best_cos,
             "specific_cos": c.best_specific_cos,
+            "focus_cos": c.best_focus_cos,
             "question_coverage": coverage,
             "idf_coverage": idf_cov,
             "question_entity_coverage": len(ents & c.tokens) / len(ents) if ents else 1.0,
@@ -223,8 +228,10 @@ def context_features(question_text: str, question: TextFacts, contexts: Sequence
         })
     best_cos = max(r["best_cos"] for r in raw)
     best_cov = max(r["question_coverage"] for r in raw)
+    best_focus = max(r["focus_cos"] for r in raw)
     for r in raw:
         r["cos_gap"] = r["best_cos"] - best_cos
+        r["focus_gap"] = r["focus_cos"] - best_focus
         r["coverage_gap"] = r["question_coverage"] - best_cov
     return raw
 
