@@ -139,8 +139,8 @@ def answer_relevancy(whole_cos: float, best_claim_cos: float) -> float:
 ContextFeatures = dict[str, float]
 
 CONTEXT_FEATURES = [
-    "best_cos", "cos_gap", "specific_cos", "focus_cos", "focus_gap", "question_coverage", "coverage_gap", "idf_coverage",
-    "question_entity_coverage", "answer_type_match", "definition", "length", "pronoun_start",
+    "best_cos", "cos_gap", "specific_cos", "focus_cos", "focus_gap", "question_coverage", "coverage_gap",
+    "idf_coverage", "question_entity_coverage", "answer_type_match", "definition", "length", "pronoun_start",
 ]
 
 _DATE_Q = re.compile(r"\b(when|what (year|day|date|month|time|century|decade)|how old|how long ago|born)\b")
