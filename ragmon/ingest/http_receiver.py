@@ -59,6 +59,7 @@ _RPC_INVALID_ARGUMENT = 3
 _RPC_RESOURCE_EXHAUSTED = 8
 _RPC_UNAVAILABLE = 14
 _RPC_UNIMPLEMENTED = 12
+_RPC_INTERNAL = 13
 
 _HTTP_STATUS = {
     sc.DROP_MALFORMED_BODY: (400, _RPC_INVALID_ARGUMENT),
@@ -190,6 +191,11 @@ class OtlpHttpReceiver:
                                    "answering 503 Retry-After", self._budget.used)
             return _status_response(503, _RPC_UNAVAILABLE, "too many large requests in progress; retry later",
                                     response_type, headers={hdrs.RETRY_AFTER: str(RETRY_AFTER_S)})
+        except Exception:  # a bug of ours, not the client's fault: answer, count, log once
+            self._count(sc.OUTCOME_REJECTED)
+            self._log_once.warning("internal", "OTLP receiver: internal error while decoding", exc_info=True)
+            return _status_response(500, _RPC_INTERNAL, "internal error while decoding the request",
+                                    response_type)
 
         if batch.rejected_spans:
             self._metrics.dropped.labels(sc.DROP_MALFORMED_SPAN).inc(batch.rejected_spans)

@@ -363,3 +363,20 @@ async def test_bodies_in_progress_are_bounded_with_a_retryable_503() -> None:
     finally:
         await r.client.aclose()
         await r.receiver.stop()
+
+
+async def test_internal_error_is_a_500_with_a_status_and_service_goes_on(
+        running: Running, monkeypatch: pytest.MonkeyPatch) -> None:
+    import ragmon.ingest.http_receiver as receiver_module
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("injected fault")
+
+    monkeypatch.setattr(receiver_module, "decode_export_request", broken)
+    body = _factory_with_trace().request().SerializeToString()
+    response = await running.client.post(running.url, content=body, headers=PROTO)
+    assert response.status_code == 500
+    assert status_pb2.Status.FromString(response.content).code == 13  # INTERNAL
+    assert running.requests(sc.OUTCOME_REJECTED) == 1
+    monkeypatch.undo()
+    await _good_request_still_works(running)
