@@ -123,7 +123,14 @@ def build_rag_trace(spans: Sequence[SpanRecord], *, complete: bool) -> RagTrace:
     retrieval_latency = _envelope_s(retrieval_heads) if retrieval_heads else None
 
     generator, generator_data = _choose_generator(generator_groups)
-    messages = _messages(generator_data) if generator_data is not None else []
+    messages: list[tuple[str, str, Any]] = []
+    if generator is not None and generator_data is not None:
+        # the prompt may sit on another member of the group than the answer (a framework's LLM
+        # span around the client library's span): first the data span, then the others
+        for member in [generator_data, *generator.members]:
+            messages = _messages(member)
+            if messages:
+                break
 
     question = _first_text(_span_input(s) for s in pipeline_spans) or retrieval_query
     if not question:

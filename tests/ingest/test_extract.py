@@ -620,3 +620,27 @@ def test_random_attribute_values_never_break_extraction() -> None:
         assert isinstance(trace.service, str) and isinstance(trace.pipeline, str)
         for latency in (trace.retrieval_latency_s, trace.generation_latency_s, trace.pipeline_latency_s):
             assert latency is None or latency >= 0
+
+
+def test_prompt_and_answer_on_different_members_of_a_nested_llm_group() -> None:
+    b = TraceBuilder()
+    with b.span("handler", 0, 1000) as root:  # no input on the root: the question must come from the prompt
+        with b.span("retrieval", 1, 50, root, **{sc.GEN_AI_OPERATION_NAME: "retrieval",
+                                                 sc.GEN_AI_RETRIEVAL_DOCUMENTS: IDS_ONLY}):
+            pass
+        with b.span("ChatModel", 60, 990, root, **{  # noqa: SIM117 (the span tree)
+                sc.SPAN_KIND: "LLM",
+                "llm.input_messages.0.message.role": "system",
+                "llm.input_messages.0.message.content": DOCS[0][1],
+                "llm.input_messages.1.message.role": "system",
+                "llm.input_messages.1.message.content": DOCS[1][1],
+                "llm.input_messages.2.message.role": "user",
+                "llm.input_messages.2.message.content": QUESTION}) as outer:
+            with b.span("openai.chat", 70, 980, outer, **{
+                    sc.SPAN_KIND: "LLM", "llm.output_messages.0.message.role": "assistant",
+                    "llm.output_messages.0.message.content": ANSWER}):
+                pass
+    t = b.build()
+    assert (t.question, t.answer) == (QUESTION, ANSWER)
+    assert [(d.id, d.content) for d in t.documents] == [("kb-1", DOCS[0][1]), ("kb-2", DOCS[1][1])]
+    assert t.generation_latency_s == pytest.approx(0.93)
