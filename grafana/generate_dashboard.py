@@ -53,8 +53,16 @@ class Layout:
 
     def row(self, title: str) -> None:
         self.newline()
-        self.panels.append({"type": "row", "title": title, "id": self._id(), "collapsed": False,
-                            "gridPos": {"h": 1, "w": 24, "x": 0, "y": self.y}, "panels": []})
+        self.panels.append(
+            {
+                "type": "row",
+                "title": title,
+                "id": self._id(),
+                "collapsed": False,
+                "gridPos": {"h": 1, "w": 24, "x": 0, "y": self.y},
+                "panels": [],
+            }
+        )
         self.y += 1
 
     def newline(self) -> None:
@@ -76,10 +84,18 @@ class Layout:
         return self.next_id - 1
 
 
-def target(expr: str, legend: str, ref: str, *, exemplar: bool = False, fmt: str | None = None,
-           instant: bool = False) -> dict[str, Any]:
-    t: dict[str, Any] = {"datasource": DS, "expr": expr, "legendFormat": legend, "refId": ref,
-                         "exemplar": exemplar, "range": not instant, "instant": instant}
+def target(
+    expr: str, legend: str, ref: str, *, exemplar: bool = False, fmt: str | None = None, instant: bool = False
+) -> dict[str, Any]:
+    t: dict[str, Any] = {
+        "datasource": DS,
+        "expr": expr,
+        "legendFormat": legend,
+        "refId": ref,
+        "exemplar": exemplar,
+        "range": not instant,
+        "instant": instant,
+    }
     if fmt:
         t["format"] = fmt
     return t
@@ -89,85 +105,172 @@ def thresholds(*steps: tuple[float | None, str]) -> dict[str, Any]:
     return {"mode": "absolute", "steps": [{"value": v, "color": c} for v, c in steps]}
 
 
-def timeseries(title: str, targets: list[dict[str, Any]], *, unit: str, desc: str = "",
-               steps: tuple[tuple[float | None, str], ...] = ((None, "transparent"),),
-               minmax: tuple[float | None, float | None] = (None, None)) -> dict[str, Any]:
+def timeseries(
+    title: str,
+    targets: list[dict[str, Any]],
+    *,
+    unit: str,
+    desc: str = "",
+    steps: tuple[tuple[float | None, str], ...] = ((None, "transparent"),),
+    minmax: tuple[float | None, float | None] = (None, None),
+) -> dict[str, Any]:
     """A time series panel; non-base threshold steps are drawn as dashed lines (alert bounds)."""
     defaults: dict[str, Any] = {
         "unit": unit,
         "thresholds": thresholds(*steps),
-        "custom": {"drawStyle": "line", "lineWidth": 2, "fillOpacity": 0, "showPoints": "never",
-                   "spanNulls": True,
-                   "thresholdsStyle": {"mode": "dashed" if len(steps) > 1 else "off"}},
+        "custom": {
+            "drawStyle": "line",
+            "lineWidth": 2,
+            "fillOpacity": 0,
+            "showPoints": "never",
+            "spanNulls": True,
+            "thresholdsStyle": {"mode": "dashed" if len(steps) > 1 else "off"},
+        },
         "color": {"mode": "palette-classic"},
     }
     if minmax[0] is not None:
         defaults["min"] = minmax[0]
     if minmax[1] is not None:
         defaults["max"] = minmax[1]
-    return {"type": "timeseries", "title": title, "description": desc, "datasource": DS, "targets": targets,
-            "fieldConfig": {"defaults": defaults, "overrides": []},
-            "options": {"legend": {"displayMode": "table", "placement": "bottom", "calcs": ["lastNotNull", "mean"]},
-                        "tooltip": {"mode": "multi", "sort": "desc"}}}
+    return {
+        "type": "timeseries",
+        "title": title,
+        "description": desc,
+        "datasource": DS,
+        "targets": targets,
+        "fieldConfig": {"defaults": defaults, "overrides": []},
+        "options": {
+            "legend": {"displayMode": "table", "placement": "bottom", "calcs": ["lastNotNull", "mean"]},
+            "tooltip": {"mode": "multi", "sort": "desc"},
+        },
+    }
 
 
-def stat(title: str, targets: list[dict[str, Any]], *, unit: str, desc: str = "", color: str = "blue",
-         steps: tuple[tuple[float | None, str], ...] | None = None) -> dict[str, Any]:
-    return {"type": "stat", "title": title, "description": desc, "datasource": DS, "targets": targets,
-            "fieldConfig": {"defaults": {"unit": unit, "color": {"mode": "thresholds"},
-                                         "thresholds": thresholds(*(steps or ((None, color),)))},
-                            "overrides": []},
-            "options": {"reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
-                        "colorMode": "background", "graphMode": "area", "textMode": "value_and_name",
-                        "justifyMode": "center", "orientation": "auto"}}
+def stat(
+    title: str,
+    targets: list[dict[str, Any]],
+    *,
+    unit: str,
+    desc: str = "",
+    color: str = "blue",
+    steps: tuple[tuple[float | None, str], ...] | None = None,
+) -> dict[str, Any]:
+    return {
+        "type": "stat",
+        "title": title,
+        "description": desc,
+        "datasource": DS,
+        "targets": targets,
+        "fieldConfig": {
+            "defaults": {
+                "unit": unit,
+                "color": {"mode": "thresholds"},
+                "thresholds": thresholds(*(steps or ((None, color),))),
+            },
+            "overrides": [],
+        },
+        "options": {
+            "reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
+            "colorMode": "background",
+            "graphMode": "area",
+            "textMode": "value_and_name",
+            "justifyMode": "center",
+            "orientation": "auto",
+        },
+    }
 
 
 def heatmap(title: str, expr: str, desc: str) -> dict[str, Any]:
-    return {"type": "heatmap", "title": title, "description": desc, "datasource": DS,
-            "targets": [target(expr, "{{le}}", "A", exemplar=True, fmt="heatmap")],
-            "fieldConfig": {"defaults": {"custom": {"scaleDistribution": {"type": "linear"}}}, "overrides": []},
-            "options": {"calculate": False, "yAxis": {"axisPlacement": "left", "unit": "percentunit", "decimals": 2},
-                        "cellGap": 1, "color": {"mode": "scheme", "scheme": "Oranges", "fill": "dark-orange",
-                                                "scale": "exponential", "exponent": 0.5, "steps": 64},
-                        "rowsFrame": {"layout": "auto"}, "exemplars": {"color": "rgba(255,0,255,0.7)"},
-                        "tooltip": {"mode": "single", "yHistogram": True}, "legend": {"show": True}}}
+    return {
+        "type": "heatmap",
+        "title": title,
+        "description": desc,
+        "datasource": DS,
+        "targets": [target(expr, "{{le}}", "A", exemplar=True, fmt="heatmap")],
+        "fieldConfig": {"defaults": {"custom": {"scaleDistribution": {"type": "linear"}}}, "overrides": []},
+        "options": {
+            "calculate": False,
+            "yAxis": {"axisPlacement": "left", "unit": "percentunit", "decimals": 2},
+            "cellGap": 1,
+            "color": {
+                "mode": "scheme",
+                "scheme": "Oranges",
+                "fill": "dark-orange",
+                "scale": "exponential",
+                "exponent": 0.5,
+                "steps": 64,
+            },
+            "rowsFrame": {"layout": "auto"},
+            "exemplars": {"color": "rgba(255,0,255,0.7)"},
+            "tooltip": {"mode": "single", "yHistogram": True},
+            "legend": {"show": True},
+        },
+    }
 
 
 def quality_rows(lay: Layout) -> None:
     lay.row("Quality: score means (1h window vs 7d baseline)")
     for m in R.QUALITY_METRICS:
         sel = f'{SP}, metric="{m.metric}"'
-        lay.add(timeseries(
-            f"{m.human.capitalize()} mean",
-            [target(f"ragmon:score_ratio:mean{W}{{{sel}}}", "{{service}}/{{pipeline}} " + W + " ({{judge}})", "A"),
-             target(f"ragmon:score_ratio:mean{B}{{{sel}}}", "{{service}}/{{pipeline}} " + B + " baseline", "B"),
-             # short-window mean straight from the histogram, with trace-id exemplars
-             target(f"sum by (service, pipeline, judge) (rate(ragmon_score_ratio_sum{{{sel}}}[$__rate_interval]))\n"
-                    f"/ sum by (service, pipeline, judge) (rate(ragmon_score_ratio_count{{{sel}}}[$__rate_interval]))",
-                    "{{service}}/{{pipeline}} now", "C", exemplar=True)],
-            unit="percentunit", minmax=(0, 1),
-            steps=((None, "red"), (m.floor, "green")),
-            desc=f"Mean {m.human} of judged traces. Dashed line: the absolute floor alert "
-                 f"(Ragmon{m.alert}BelowFloor). Dots are exemplars: click one to open its trace.",
-        ), 8, 8)
+        lay.add(
+            timeseries(
+                f"{m.human.capitalize()} mean",
+                [
+                    target(
+                        f"ragmon:score_ratio:mean{W}{{{sel}}}", "{{service}}/{{pipeline}} " + W + " ({{judge}})", "A"
+                    ),
+                    target(f"ragmon:score_ratio:mean{B}{{{sel}}}", "{{service}}/{{pipeline}} " + B + " baseline", "B"),
+                    # short-window mean straight from the histogram, with trace-id exemplars
+                    target(
+                        f"sum by (service, pipeline, judge) (rate(ragmon_score_ratio_sum{{{sel}}}[$__rate_interval]))\n"
+                        "/ sum by (service, pipeline, judge) "
+                        f"(rate(ragmon_score_ratio_count{{{sel}}}[$__rate_interval]))",
+                        "{{service}}/{{pipeline}} now",
+                        "C",
+                        exemplar=True,
+                    ),
+                ],
+                unit="percentunit",
+                minmax=(0, 1),
+                steps=((None, "red"), (m.floor, "green")),
+                desc=f"Mean {m.human} of judged traces. Dashed line: the absolute floor alert "
+                f"(Ragmon{m.alert}BelowFloor). Dots are exemplars: click one to open its trace.",
+            ),
+            8,
+            8,
+        )
     for m in R.QUALITY_METRICS:
-        lay.add(timeseries(
-            f"{m.human.capitalize()}: drop below baseline",
-            [target(f"ragmon:score_ratio:mean{B}{{{SP}, metric=\"{m.metric}\"}}\n"
-                    f"- ragmon:score_ratio:mean{W}{{{SP}, metric=\"{m.metric}\"}}",
-                    "{{service}}/{{pipeline}} ({{judge}})", "A")],
-            unit="none", steps=((None, "green"), (R.DROP_WARNING, "orange"), (R.DROP_CRITICAL, "red")),
-            desc=f"{B} mean minus {W} mean. Dashed lines: Ragmon{m.alert}Drop warning and critical "
-                 f"(needs {R.MIN_SCORED_WINDOW} scored traces in {W}).",
-        ), 8, 6)
+        lay.add(
+            timeseries(
+                f"{m.human.capitalize()}: drop below baseline",
+                [
+                    target(
+                        f'ragmon:score_ratio:mean{B}{{{SP}, metric="{m.metric}"}}\n'
+                        f'- ragmon:score_ratio:mean{W}{{{SP}, metric="{m.metric}"}}',
+                        "{{service}}/{{pipeline}} ({{judge}})",
+                        "A",
+                    )
+                ],
+                unit="none",
+                steps=((None, "green"), (R.DROP_WARNING, "orange"), (R.DROP_CRITICAL, "red")),
+                desc=f"{B} mean minus {W} mean. Dashed lines: Ragmon{m.alert}Drop warning and critical "
+                f"(needs {R.MIN_SCORED_WINDOW} scored traces in {W}).",
+            ),
+            8,
+            6,
+        )
     lay.row("Quality: score distributions")
     for m in R.QUALITY_METRICS:
-        lay.add(heatmap(
-            f"{m.human.capitalize()} distribution",
-            f'sum by (le) (increase(ragmon_score_ratio_bucket{{{SP}, metric="{m.metric}"}}[$__rate_interval]))',
-            f"Histogram of {m.human} scores over time (buckets of 0.05). A second mode at the bottom is a "
-            "population of bad answers; exemplars link to example traces.",
-        ), 8, 8)
+        lay.add(
+            heatmap(
+                f"{m.human.capitalize()} distribution",
+                f'sum by (le) (increase(ragmon_score_ratio_bucket{{{SP}, metric="{m.metric}"}}[$__rate_interval]))',
+                f"Histogram of {m.human} scores over time (buckets of 0.05). A second mode at the bottom is a "
+                "population of bad answers; exemplars link to example traces.",
+            ),
+            8,
+            8,
+        )
 
 
 VERDICT_GRID = (
@@ -181,18 +284,38 @@ VERDICT_GRID = (
 def diagnosis_rows(lay: Layout) -> None:
     lay.row("Diagnosis: retrieval vs generation")
     for i, (verdict, title, color) in enumerate(VERDICT_GRID):
-        lay.add(stat(title, [target(
-            f'sum(increase(ragmon_diagnosis_total{{{SP}, verdict="{verdict}"}}[$__range]))', verdict, "A", instant=True)],
-            unit="short", color=color,
-            desc=f"Scored traces with verdict {verdict} over the dashboard's time range (2x2 diagnosis)."), 6, 4)
+        lay.add(
+            stat(
+                title,
+                [
+                    target(
+                        f'sum(increase(ragmon_diagnosis_total{{{SP}, verdict="{verdict}"}}[$__range]))',
+                        verdict,
+                        "A",
+                        instant=True,
+                    )
+                ],
+                unit="short",
+                color=color,
+                desc=f"Scored traces with verdict {verdict} over the dashboard's time range (2x2 diagnosis).",
+            ),
+            6,
+            4,
+        )
         if i % 2 == 1:
             lay.newline()
     lay.y -= 8  # the verdict rate panel sits to the right of the 2x2 grid
     lay.x, lay.row_h = 12, 8
-    lay.add(timeseries("Verdicts per second", [target(
-        f"sum by (verdict) (rate(ragmon_diagnosis_total{{{SP}}}[$__rate_interval]))", "{{verdict}}", "A")],
-        unit="reqps", desc="Rate of each diagnosis verdict; the first thing to read when a quality alert fires."),
-        12, 8)
+    lay.add(
+        timeseries(
+            "Verdicts per second",
+            [target(f"sum by (verdict) (rate(ragmon_diagnosis_total{{{SP}}}[$__rate_interval]))", "{{verdict}}", "A")],
+            unit="reqps",
+            desc="Rate of each diagnosis verdict; the first thing to read when a quality alert fires.",
+        ),
+        12,
+        8,
+    )
 
 
 def latency_rows(lay: Layout) -> None:
@@ -202,24 +325,68 @@ def latency_rows(lay: Layout) -> None:
         targets = [
             target(f"ragmon:{stage}_latency_seconds:p95_{LW}{{{SP}}}", "P95 {{service}}/{{pipeline}}", "A"),
             target(f"ragmon:{stage}_latency_seconds:p50_{LW}{{{SP}}}", "P50 {{service}}/{{pipeline}}", "B"),
-            target(f"max by (service, pipeline) (ragmon_{stage}_latency_p95_seconds{{{SP}}})",
-                   "exact P95 (per agent window) {{service}}/{{pipeline}}", "C"),
+            target(
+                f"max by (service, pipeline) (ragmon_{stage}_latency_p95_seconds{{{SP}}})",
+                "exact P95 (per agent window) {{service}}/{{pipeline}}",
+                "C",
+            ),
         ]
-        desc = (f"P95/P50 from the histogram over {LW} (all replicas), and the agents' exact sliding-window P95. "
-                f"Dashed lines: the {_ms(R.RETRIEVAL_P95_WARNING_S)} target"
-                + (f" ({alert} warning) and {_ms(R.RETRIEVAL_P95_CRITICAL_S)} (critical)." if alert else "."))
-        lay.add(timeseries(f"{stage.capitalize()} latency P95 / P50", targets, unit="s",
-                           steps=lat_steps if alert else lat_steps[:2], desc=desc), 12, 8)
-    lay.add(timeseries("Generation latency P95", [target(
-        "histogram_quantile(0.95, sum by (service, pipeline, le) "
-        f"(rate(ragmon_generation_latency_seconds_bucket{{{SP}}}[$__rate_interval])))", "{{service}}/{{pipeline}}", "A")],
-        unit="s", desc="LLM generation stage duration, P95."), 12, 7)
-    lay.add(timeseries("Retrieved documents per request (P50 / P95)", [
-        target("histogram_quantile(0.5, sum by (service, pipeline, le) "
-               f"(rate(ragmon_retrieved_documents_bucket{{{SP}}}[$__rate_interval])))", "P50 {{service}}/{{pipeline}}", "A"),
-        target("histogram_quantile(0.95, sum by (service, pipeline, le) "
-               f"(rate(ragmon_retrieved_documents_bucket{{{SP}}}[$__rate_interval])))", "P95 {{service}}/{{pipeline}}", "B")],
-        unit="short", desc="A change in top_k often explains latency and context-precision shifts."), 12, 7)
+        desc = (
+            f"P95/P50 from the histogram over {LW} (all replicas), and the agents' exact sliding-window P95. "
+            f"Dashed lines: the {_ms(R.RETRIEVAL_P95_WARNING_S)} target"
+            + (f" ({alert} warning) and {_ms(R.RETRIEVAL_P95_CRITICAL_S)} (critical)." if alert else ".")
+        )
+        lay.add(
+            timeseries(
+                f"{stage.capitalize()} latency P95 / P50",
+                targets,
+                unit="s",
+                steps=lat_steps if alert else lat_steps[:2],
+                desc=desc,
+            ),
+            12,
+            8,
+        )
+    lay.add(
+        timeseries(
+            "Generation latency P95",
+            [
+                target(
+                    "histogram_quantile(0.95, sum by (service, pipeline, le) "
+                    f"(rate(ragmon_generation_latency_seconds_bucket{{{SP}}}[$__rate_interval])))",
+                    "{{service}}/{{pipeline}}",
+                    "A",
+                )
+            ],
+            unit="s",
+            desc="LLM generation stage duration, P95.",
+        ),
+        12,
+        7,
+    )
+    lay.add(
+        timeseries(
+            "Retrieved documents per request (P50 / P95)",
+            [
+                target(
+                    "histogram_quantile(0.5, sum by (service, pipeline, le) "
+                    f"(rate(ragmon_retrieved_documents_bucket{{{SP}}}[$__rate_interval])))",
+                    "P50 {{service}}/{{pipeline}}",
+                    "A",
+                ),
+                target(
+                    "histogram_quantile(0.95, sum by (service, pipeline, le) "
+                    f"(rate(ragmon_retrieved_documents_bucket{{{SP}}}[$__rate_interval])))",
+                    "P95 {{service}}/{{pipeline}}",
+                    "B",
+                ),
+            ],
+            unit="short",
+            desc="A change in top_k often explains latency and context-precision shifts.",
+        ),
+        12,
+        7,
+    )
 
 
 def _ms(seconds: float) -> str:
@@ -228,91 +395,277 @@ def _ms(seconds: float) -> str:
 
 def traffic_rows(lay: Layout) -> None:
     lay.row("Traffic and coverage")
-    lay.add(timeseries("Traces: received, sampled, scored", [
-        target(f"sum(rate(ragmon_traces_received_total{{{SP}}}[$__rate_interval]))", "received", "A"),
-        target(f"sum(rate(ragmon_traces_sampled_total{{{SP}}}[$__rate_interval]))", "sampled", "B"),
-        target(f"sum(rate(ragmon_traces_scored_total{{{SP}}}[$__rate_interval]))", "scored", "C"),
-        target(f"sum(rate(ragmon_traces_failed_total{{{SP}}}[$__rate_interval]))", "failed", "D")],
-        unit="reqps", desc="received = scored + skipped + failed; sampled = scored + failed + skipped after sampling."),
-        8, 8)
-    lay.add(timeseries("Skipped traces by reason", [
-        target(f"sum by (reason) (rate(ragmon_traces_skipped_total{{{SP}}}[$__rate_interval]))", "{{reason}}", "A")],
-        unit="reqps", desc="not_sampled is by design; budget/backlog_full/no_content lower coverage."), 8, 8)
-    lay.add(timeseries(f"Judge coverage ({W})", [
-        target(f"ragmon:coverage:ratio{W}{{{SP}}}", "{{service}}/{{pipeline}}", "A")],
-        unit="percentunit", minmax=(0, 1), steps=((None, "red"), (R.COVERAGE_MIN, "green")),
-        desc=f"Scored / sampled over {W}. Dashed line: RagmonCoverageLow ({R.COVERAGE_MIN:.0%})."), 8, 8)
-    lay.add(timeseries("Dropped input by reason", [
-        target("sum by (reason) (rate(ragmon_dropped_total[$__rate_interval]))", "{{reason}}", "A")],
-        unit="cps", desc="Spans/requests/messages dropped before they became traces (malformed, limits)."), 12, 7)
-    lay.add(timeseries("Open traces and judge backlog", [
-        target("sum(ragmon_open_traces)", "open traces", "A"),
-        target("sum(ragmon_judge_backlog)", "judge backlog", "B")],
-        unit="short", desc="Traces being assembled and sampled traces waiting for the judge."), 12, 7)
+    lay.add(
+        timeseries(
+            "Traces: received, sampled, scored",
+            [
+                target(f"sum(rate(ragmon_traces_received_total{{{SP}}}[$__rate_interval]))", "received", "A"),
+                target(f"sum(rate(ragmon_traces_sampled_total{{{SP}}}[$__rate_interval]))", "sampled", "B"),
+                target(f"sum(rate(ragmon_traces_scored_total{{{SP}}}[$__rate_interval]))", "scored", "C"),
+                target(f"sum(rate(ragmon_traces_failed_total{{{SP}}}[$__rate_interval]))", "failed", "D"),
+            ],
+            unit="reqps",
+            desc="received = scored + skipped + failed; sampled = scored + failed + skipped after sampling.",
+        ),
+        8,
+        8,
+    )
+    lay.add(
+        timeseries(
+            "Skipped traces by reason",
+            [
+                target(
+                    f"sum by (reason) (rate(ragmon_traces_skipped_total{{{SP}}}[$__rate_interval]))", "{{reason}}", "A"
+                )
+            ],
+            unit="reqps",
+            desc="not_sampled is by design; budget/backlog_full/no_content lower coverage.",
+        ),
+        8,
+        8,
+    )
+    lay.add(
+        timeseries(
+            f"Judge coverage ({W})",
+            [target(f"ragmon:coverage:ratio{W}{{{SP}}}", "{{service}}/{{pipeline}}", "A")],
+            unit="percentunit",
+            minmax=(0, 1),
+            steps=((None, "red"), (R.COVERAGE_MIN, "green")),
+            desc=f"Scored / sampled over {W}. Dashed line: RagmonCoverageLow ({R.COVERAGE_MIN:.0%}).",
+        ),
+        8,
+        8,
+    )
+    lay.add(
+        timeseries(
+            "Dropped input by reason",
+            [target("sum by (reason) (rate(ragmon_dropped_total[$__rate_interval]))", "{{reason}}", "A")],
+            unit="cps",
+            desc="Spans/requests/messages dropped before they became traces (malformed, limits).",
+        ),
+        12,
+        7,
+    )
+    lay.add(
+        timeseries(
+            "Open traces and judge backlog",
+            [
+                target("sum(ragmon_open_traces)", "open traces", "A"),
+                target("sum(ragmon_judge_backlog)", "judge backlog", "B"),
+            ],
+            unit="short",
+            desc="Traces being assembled and sampled traces waiting for the judge.",
+        ),
+        12,
+        7,
+    )
 
 
 def judge_rows(lay: Layout) -> None:
     lay.row("Judge: tokens, cost, errors")
-    lay.add(timeseries("Judge tokens per second", [
-        target("sum by (judge, kind) (rate(ragmon_judge_tokens_total[$__rate_interval]))", "{{judge}} {{kind}}", "A")],
-        unit="short", desc="Prompt and completion tokens, from the API's usage (or estimated)."), 8, 7)
-    lay.add(stat("Judge cost over the time range", [target(
-        "sum(increase(ragmon_judge_tokens_total[$__range])) / 1000 * $token_price", "cost", "A", instant=True)],
-        unit="currencyUSD", desc="Tokens used in the time range × the token_price variable (price per 1000 tokens)."),
-        4, 7)
-    lay.add(timeseries("Judge requests by outcome", [
-        target("sum by (judge, outcome) (rate(ragmon_judge_requests_total[$__rate_interval]))", "{{judge}} {{outcome}}", "A")],
-        unit="reqps", desc="ok, retry (attempt retried), and final failures by reason."), 6, 7)
-    lay.add(timeseries("Judge error ratio", [target(
-        'sum by (judge) (rate(ragmon_judge_requests_total{outcome!~"ok|retry"}[$__rate_interval]))\n'
-        '/ sum by (judge) (rate(ragmon_judge_requests_total{outcome!="retry"}[$__rate_interval]))', "{{judge}}", "A")],
-        unit="percentunit", steps=((None, "transparent"), (R.JUDGE_ERROR_RATIO, "red")),
-        desc=f"Dashed line: RagmonJudgeErrorsHigh ({R.JUDGE_ERROR_RATIO:.0%})."), 6, 7)
-    lay.add(timeseries("Judge duration P95 / P50", [
-        target("histogram_quantile(0.95, sum by (judge, le) (rate(ragmon_judge_duration_seconds_bucket[$__rate_interval])))",
-               "P95 {{judge}}", "A"),
-        target("histogram_quantile(0.5, sum by (judge, le) (rate(ragmon_judge_duration_seconds_bucket[$__rate_interval])))",
-               "P50 {{judge}}", "B")], unit="s", desc="Time to score one trace."), 8, 7)
-    lay.add(timeseries("Judge budget remaining", [
-        target("min by (window) (ragmon_judge_budget_remaining_tokens)", "{{window}}", "A")],
-        unit="short", steps=((None, "red"), (1, "transparent")),
-        desc="Tokens left in the budget windows (only when a budget is set). At 0 traces are skipped (budget)."), 8, 7)
-    lay.add(timeseries("Judge circuit breaker, cache, truncation", [
-        target("max by (judge) (ragmon_judge_circuit_open)", "circuit open {{judge}}", "A"),
-        target("sum by (judge) (rate(ragmon_judge_cache_hits_total[$__rate_interval]))", "cache hits/s {{judge}}", "B"),
-        target("sum by (judge) (rate(ragmon_judge_input_truncated_total[$__rate_interval]))", "truncated/s {{judge}}", "C")],
-        unit="short", desc="1 while the circuit is open; cache hits and truncated inputs per second."), 8, 7)
+    lay.add(
+        timeseries(
+            "Judge tokens per second",
+            [
+                target(
+                    "sum by (judge, kind) (rate(ragmon_judge_tokens_total[$__rate_interval]))",
+                    "{{judge}} {{kind}}",
+                    "A",
+                )
+            ],
+            unit="short",
+            desc="Prompt and completion tokens, from the API's usage (or estimated).",
+        ),
+        8,
+        7,
+    )
+    lay.add(
+        stat(
+            "Judge cost over the time range",
+            [
+                target(
+                    "sum(increase(ragmon_judge_tokens_total[$__range])) / 1000 * $token_price",
+                    "cost",
+                    "A",
+                    instant=True,
+                )
+            ],
+            unit="currencyUSD",
+            desc="Tokens used in the time range × the token_price variable (price per 1000 tokens).",
+        ),
+        4,
+        7,
+    )
+    lay.add(
+        timeseries(
+            "Judge requests by outcome",
+            [
+                target(
+                    "sum by (judge, outcome) (rate(ragmon_judge_requests_total[$__rate_interval]))",
+                    "{{judge}} {{outcome}}",
+                    "A",
+                )
+            ],
+            unit="reqps",
+            desc="ok, retry (attempt retried), and final failures by reason.",
+        ),
+        6,
+        7,
+    )
+    lay.add(
+        timeseries(
+            "Judge error ratio",
+            [
+                target(
+                    'sum by (judge) (rate(ragmon_judge_requests_total{outcome!~"ok|retry"}[$__rate_interval]))\n'
+                    '/ sum by (judge) (rate(ragmon_judge_requests_total{outcome!="retry"}[$__rate_interval]))',
+                    "{{judge}}",
+                    "A",
+                )
+            ],
+            unit="percentunit",
+            steps=((None, "transparent"), (R.JUDGE_ERROR_RATIO, "red")),
+            desc=f"Dashed line: RagmonJudgeErrorsHigh ({R.JUDGE_ERROR_RATIO:.0%}).",
+        ),
+        6,
+        7,
+    )
+    lay.add(
+        timeseries(
+            "Judge duration P95 / P50",
+            [
+                target(
+                    "histogram_quantile(0.95, sum by (judge, le) "
+                    "(rate(ragmon_judge_duration_seconds_bucket[$__rate_interval])))",
+                    "P95 {{judge}}",
+                    "A",
+                ),
+                target(
+                    "histogram_quantile(0.5, sum by (judge, le) "
+                    "(rate(ragmon_judge_duration_seconds_bucket[$__rate_interval])))",
+                    "P50 {{judge}}",
+                    "B",
+                ),
+            ],
+            unit="s",
+            desc="Time to score one trace.",
+        ),
+        8,
+        7,
+    )
+    lay.add(
+        timeseries(
+            "Judge budget remaining",
+            [target("min by (window) (ragmon_judge_budget_remaining_tokens)", "{{window}}", "A")],
+            unit="short",
+            steps=((None, "red"), (1, "transparent")),
+            desc="Tokens left in the budget windows (only when a budget is set). At 0 traces are skipped (budget).",
+        ),
+        8,
+        7,
+    )
+    lay.add(
+        timeseries(
+            "Judge circuit breaker, cache, truncation",
+            [
+                target("max by (judge) (ragmon_judge_circuit_open)", "circuit open {{judge}}", "A"),
+                target(
+                    "sum by (judge) (rate(ragmon_judge_cache_hits_total[$__rate_interval]))",
+                    "cache hits/s {{judge}}",
+                    "B",
+                ),
+                target(
+                    "sum by (judge) (rate(ragmon_judge_input_truncated_total[$__rate_interval]))",
+                    "truncated/s {{judge}}",
+                    "C",
+                ),
+            ],
+            unit="short",
+            desc="1 while the circuit is open; cache hits and truncated inputs per second.",
+        ),
+        8,
+        7,
+    )
 
 
 def kafka_rows(lay: Layout) -> None:
     lay.row("Kafka source")
-    lay.add(timeseries("Consumer lag per topic", [
-        target("ragmon:kafka_consumer_lag_messages:sum", "{{topic}}", "A"),
-        target("max by (topic, partition) (ragmon_kafka_consumer_lag_messages)", "{{topic}}/{{partition}}", "B")],
-        unit="short", steps=((None, "transparent"), (R.KAFKA_LAG_MIN, "orange")),
-        desc=f"Messages behind, per topic and partition. Dashed line: RagmonKafkaLagGrowing needs > {R.KAFKA_LAG_MIN} and growing."),
-        12, 7)
-    lay.add(timeseries("Messages consumed, paused time, dead letters", [
-        target("sum by (topic) (rate(ragmon_kafka_messages_consumed_total[$__rate_interval]))", "consumed/s {{topic}}", "A"),
-        target("sum(rate(ragmon_kafka_paused_seconds_total[$__rate_interval]))", "paused (s/s)", "B"),
-        target("sum by (reason) (rate(ragmon_kafka_dead_letters_total[$__rate_interval]))", "dead letters/s {{reason}}", "C")],
-        unit="short", desc="Throughput; paused > 0 means back-pressure from the judge backlog."), 12, 7)
+    lay.add(
+        timeseries(
+            "Consumer lag per topic",
+            [
+                target("ragmon:kafka_consumer_lag_messages:sum", "{{topic}}", "A"),
+                target(
+                    "max by (topic, partition) (ragmon_kafka_consumer_lag_messages)", "{{topic}}/{{partition}}", "B"
+                ),
+            ],
+            unit="short",
+            steps=((None, "transparent"), (R.KAFKA_LAG_MIN, "orange")),
+            desc="Messages behind, per topic and partition. Dashed line: RagmonKafkaLagGrowing needs "
+            f"> {R.KAFKA_LAG_MIN} and growing.",
+        ),
+        12,
+        7,
+    )
+    lay.add(
+        timeseries(
+            "Messages consumed, paused time, dead letters",
+            [
+                target(
+                    "sum by (topic) (rate(ragmon_kafka_messages_consumed_total[$__rate_interval]))",
+                    "consumed/s {{topic}}",
+                    "A",
+                ),
+                target("sum(rate(ragmon_kafka_paused_seconds_total[$__rate_interval]))", "paused (s/s)", "B"),
+                target(
+                    "sum by (reason) (rate(ragmon_kafka_dead_letters_total[$__rate_interval]))",
+                    "dead letters/s {{reason}}",
+                    "C",
+                ),
+            ],
+            unit="short",
+            desc="Throughput; paused > 0 means back-pressure from the judge backlog.",
+        ),
+        12,
+        7,
+    )
 
 
 def variables() -> list[dict[str, Any]]:
     def query_var(name: str, query: str) -> dict[str, Any]:
-        return {"name": name, "label": name, "type": "query", "datasource": DS,
-                "definition": query, "query": {"query": query, "refId": f"{name}-var"},
-                "refresh": 2, "includeAll": True, "multi": True, "allValue": ".*",
-                "current": {"selected": True, "text": ["All"], "value": ["$__all"]}, "sort": 1}
+        return {
+            "name": name,
+            "label": name,
+            "type": "query",
+            "datasource": DS,
+            "definition": query,
+            "query": {"query": query, "refId": f"{name}-var"},
+            "refresh": 2,
+            "includeAll": True,
+            "multi": True,
+            "allValue": ".*",
+            "current": {"selected": True, "text": ["All"], "value": ["$__all"]},
+            "sort": 1,
+        }
 
     return [
-        {"name": "datasource", "label": "Prometheus", "type": "datasource", "query": "prometheus",
-         "current": {"selected": True, "text": "Prometheus", "value": "prometheus"}, "refresh": 1},
+        {
+            "name": "datasource",
+            "label": "Prometheus",
+            "type": "datasource",
+            "query": "prometheus",
+            "current": {"selected": True, "text": "Prometheus", "value": "prometheus"},
+            "refresh": 1,
+        },
         query_var("service", "label_values(ragmon_traces_received_total, service)"),
         query_var("pipeline", 'label_values(ragmon_traces_received_total{service=~"$service"}, pipeline)'),
-        {"name": "token_price", "label": "Price per 1000 judge tokens", "type": "textbox", "query": "0.002",
-         "current": {"text": "0.002", "value": "0.002"}},
+        {
+            "name": "token_price",
+            "label": "Price per 1000 judge tokens",
+            "type": "textbox",
+            "query": "0.002",
+            "current": {"text": "0.002", "value": "0.002"},
+        },
     ]
 
 
@@ -325,19 +678,42 @@ def dashboard() -> dict[str, Any]:
     judge_rows(lay)
     kafka_rows(lay)
     return {
-        "uid": UID, "title": "ragmon / RAG quality", "tags": ["ragmon", "rag", "llm"],
+        "uid": UID,
+        "title": "ragmon / RAG quality",
+        "tags": ["ragmon", "rag", "llm"],
         "description": "RAG quality scores, diagnosis, latency, coverage and judge cost from the ragmon agent.",
-        "editable": True, "graphTooltip": 1, "schemaVersion": 39, "version": 1, "refresh": "30s",
-        "time": {"from": "now-6h", "to": "now"}, "timezone": "",
+        "editable": True,
+        "graphTooltip": 1,
+        "schemaVersion": 39,
+        "version": 1,
+        "refresh": "30s",
+        "time": {"from": "now-6h", "to": "now"},
+        "timezone": "",
         "templating": {"list": variables()},
-        "annotations": {"list": [
-            {"name": "Annotations & Alerts", "builtIn": 1, "type": "dashboard", "enable": True, "hide": True,
-             "datasource": {"type": "grafana", "uid": "-- Grafana --"}, "iconColor": "rgba(0, 211, 255, 1)"},
-            {"name": "ragmon alerts", "enable": True, "iconColor": "red", "datasource": DS,
-             "expr": 'ALERTS{alertname=~"Ragmon.*", alertstate="firing"}', "step": "60s",
-             "titleFormat": "{{alertname}}", "textFormat": "{{severity}} {{service}}/{{pipeline}}",
-             "useValueForTime": False},
-        ]},
+        "annotations": {
+            "list": [
+                {
+                    "name": "Annotations & Alerts",
+                    "builtIn": 1,
+                    "type": "dashboard",
+                    "enable": True,
+                    "hide": True,
+                    "datasource": {"type": "grafana", "uid": "-- Grafana --"},
+                    "iconColor": "rgba(0, 211, 255, 1)",
+                },
+                {
+                    "name": "ragmon alerts",
+                    "enable": True,
+                    "iconColor": "red",
+                    "datasource": DS,
+                    "expr": 'ALERTS{alertname=~"Ragmon.*", alertstate="firing"}',
+                    "step": "60s",
+                    "titleFormat": "{{alertname}}",
+                    "textFormat": "{{severity}} {{service}}/{{pipeline}}",
+                    "useValueForTime": False,
+                },
+            ]
+        },
         "links": [{"title": "Alert runbooks", "type": "link", "url": R.RUNBOOK_BASE, "targetBlank": True}],
         "panels": lay.panels,
     }

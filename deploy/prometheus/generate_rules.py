@@ -92,8 +92,15 @@ def _runbook(alert: str) -> str:
     return f"{RUNBOOK_BASE}#{alert.lower()}"
 
 
-def _alert(name: str, expr: str, for_: str, severity: str, summary: str, description: str,
-           extra_labels: dict[str, str] | None = None) -> dict[str, object]:
+def _alert(
+    name: str,
+    expr: str,
+    for_: str,
+    severity: str,
+    summary: str,
+    description: str,
+    extra_labels: dict[str, str] | None = None,
+) -> dict[str, object]:
     return {
         "alert": name,
         "expr": expr,
@@ -120,43 +127,60 @@ def recording_rules() -> dict[str, list[dict[str, object]]]:
     score_sum, score_count = "ragmon_score_ratio_sum", "ragmon_score_ratio_count"
 
     def mean(window: str) -> str:
-        return (f"sum by ({SPJM}) (rate({score_sum}[{window}]))\n"
-                f"/\nsum by ({SPJM}) (rate({score_count}[{window}]))")
+        return f"sum by ({SPJM}) (rate({score_sum}[{window}]))\n/\nsum by ({SPJM}) (rate({score_count}[{window}]))"
 
     quality = [
         {"record": f"ragmon:score_ratio:mean{WINDOW}", "expr": mean(WINDOW)},
-        {"record": f"ragmon:score_ratio_count:increase{WINDOW}",
-         "expr": f"sum by ({SPJM}) (increase({score_count}[{WINDOW}]))"},
-        {"record": f"ragmon:traces_scored:increase{WINDOW}",
-         "expr": f"sum by ({SP}) (increase(ragmon_traces_scored_total[{WINDOW}]))"},
-        {"record": f"ragmon:traces_sampled:increase{WINDOW}",
-         "expr": f"sum by ({SP}) (increase(ragmon_traces_sampled_total[{WINDOW}]))"},
-        {"record": f"ragmon:coverage:ratio{WINDOW}",
-         "expr": f"ragmon:traces_scored:increase{WINDOW}\n/\nragmon:traces_sampled:increase{WINDOW} > 0"},
+        {
+            "record": f"ragmon:score_ratio_count:increase{WINDOW}",
+            "expr": f"sum by ({SPJM}) (increase({score_count}[{WINDOW}]))",
+        },
+        {
+            "record": f"ragmon:traces_scored:increase{WINDOW}",
+            "expr": f"sum by ({SP}) (increase(ragmon_traces_scored_total[{WINDOW}]))",
+        },
+        {
+            "record": f"ragmon:traces_sampled:increase{WINDOW}",
+            "expr": f"sum by ({SP}) (increase(ragmon_traces_sampled_total[{WINDOW}]))",
+        },
+        {
+            "record": f"ragmon:coverage:ratio{WINDOW}",
+            "expr": f"ragmon:traces_scored:increase{WINDOW}\n/\n(ragmon:traces_sampled:increase{WINDOW} > 0)",
+        },
     ]
     baseline = [
         {"record": f"ragmon:score_ratio:mean{BASELINE}", "expr": mean(BASELINE)},
-        {"record": f"ragmon:score_ratio_count:increase{BASELINE}",
-         "expr": f"sum by ({SPJM}) (increase({score_count}[{BASELINE}]))"},
+        {
+            "record": f"ragmon:score_ratio_count:increase{BASELINE}",
+            "expr": f"sum by ({SPJM}) (increase({score_count}[{BASELINE}]))",
+        },
     ]
     latency = []
     for stage in ("retrieval", "pipeline"):
         bucket = f"ragmon_{stage}_latency_seconds_bucket"
         for q in ("0.95", "0.5"):
-            latency.append({
-                "record": f"ragmon:{stage}_latency_seconds:p{round(float(q) * 100)}_{LATENCY_WINDOW}",
-                "expr": f"histogram_quantile({q}, sum by ({SP}, le) (rate({bucket}[{LATENCY_WINDOW}])))",
-            })
-    latency.append({
-        "record": f"ragmon:retrieval_latency_seconds_count:increase{LATENCY_WINDOW}",
-        "expr": f"sum by ({SP}) (increase(ragmon_retrieval_latency_seconds_count[{LATENCY_WINDOW}]))",
-    })
+            latency.append(
+                {
+                    "record": f"ragmon:{stage}_latency_seconds:p{round(float(q) * 100)}_{LATENCY_WINDOW}",
+                    "expr": f"histogram_quantile({q}, sum by ({SP}, le) (rate({bucket}[{LATENCY_WINDOW}])))",
+                }
+            )
+    latency.append(
+        {
+            "record": f"ragmon:retrieval_latency_seconds_count:increase{LATENCY_WINDOW}",
+            "expr": f"sum by ({SP}) (increase(ragmon_retrieval_latency_seconds_count[{LATENCY_WINDOW}]))",
+        }
+    )
     traffic = [
-        {"record": f"ragmon:traces_received:rate{LATENCY_WINDOW}",
-         "expr": f"sum by ({SP}) (rate(ragmon_traces_received_total[{LATENCY_WINDOW}]))"},
-        {"record": "ragmon:kafka_consumer_lag_messages:sum",
-         # max over replicas first: a partition briefly reported by two replicas around a rebalance
-         "expr": "sum by (topic) (max by (topic, partition) (ragmon_kafka_consumer_lag_messages))"},
+        {
+            "record": f"ragmon:traces_received:rate{LATENCY_WINDOW}",
+            "expr": f"sum by ({SP}) (rate(ragmon_traces_received_total[{LATENCY_WINDOW}]))",
+        },
+        {
+            "record": "ragmon:kafka_consumer_lag_messages:sum",
+            # max over replicas first: a partition briefly reported by two replicas around a rebalance
+            "expr": "sum by (topic) (max by (topic, partition) (ragmon_kafka_consumer_lag_messages))",
+        },
     ]
     return {"quality": quality, "baseline": baseline, "latency": latency, "health": traffic}
 
@@ -172,29 +196,42 @@ def quality_alerts() -> list[dict[str, object]]:
     n = _q(f'"{count_w}{sel}" {args}')
     for m in QUALITY_METRICS:
         m_sel = f'{{metric="{m.metric}"}}'
-        look = (f"Low {m.human} usually points at {m.stage} first: compare ragmon_diagnosis_total "
-                "by verdict (generation_failure = model/prompt, retrieval_failure = index/retriever).")
+        look = (
+            f"Low {m.human} usually points at {m.stage} first: compare ragmon_diagnosis_total "
+            "by verdict (generation_failure = model/prompt, retrieval_failure = index/retriever)."
+        )
         for severity, drop in (("warning", DROP_WARNING), ("critical", DROP_CRITICAL)):
-            expr = (f"(\n  {mean_b}{m_sel}\n  - on({SPJM})\n  {mean_w}{m_sel}\n) > {_r(drop)}\n"
-                    f"and on({SPJM}) {count_w}{m_sel} >= {MIN_SCORED_WINDOW}\n"
-                    f"and on({SPJM}) {count_b}{m_sel} >= {MIN_SCORED_BASELINE}")
-            alerts.append(_alert(
-                f"Ragmon{m.alert}Drop", expr, QUALITY_FOR, severity,
-                f"{m.human.capitalize()} of {{{{ $labels.service }}}}/{{{{ $labels.pipeline }}}} dropped "
-                f"{value} below its {BASELINE} baseline",
-                f"The {WINDOW} mean {m.human} ({now}, judge {{{{ $labels.judge }}}}) "
-                f"is {value} below its {BASELINE} mean ({base}); the {severity} "
-                f"threshold is {_r(drop)}. {look}",
-            ))
-        floor_expr = (f"{mean_w}{m_sel} < {_r(m.floor)}\n"
-                      f"and on({SPJM}) {count_w}{m_sel} >= {MIN_SCORED_WINDOW}")
-        alerts.append(_alert(
-            f"Ragmon{m.alert}BelowFloor", floor_expr, FLOOR_FOR, FLOOR_SEVERITY,
-            f"{m.human.capitalize()} of {{{{ $labels.service }}}}/{{{{ $labels.pipeline }}}} is "
-            f"{value}, below the floor {_r(m.floor)}",
-            f"The {WINDOW} mean {m.human} is {value} over {n} scored traces "
-            f"(judge {{{{ $labels.judge }}}}), below the absolute floor {_r(m.floor)}. {look}",
-        ))
+            expr = (
+                f"(\n  {mean_b}{m_sel}\n  - on({SPJM})\n  {mean_w}{m_sel}\n) > {_r(drop)}\n"
+                f"and on({SPJM}) {count_w}{m_sel} >= {MIN_SCORED_WINDOW}\n"
+                f"and on({SPJM}) {count_b}{m_sel} >= {MIN_SCORED_BASELINE}"
+            )
+            alerts.append(
+                _alert(
+                    f"Ragmon{m.alert}Drop",
+                    expr,
+                    QUALITY_FOR,
+                    severity,
+                    f"{m.human.capitalize()} of {{{{ $labels.service }}}}/{{{{ $labels.pipeline }}}} dropped "
+                    f"{value} below its {BASELINE} baseline",
+                    f"The {WINDOW} mean {m.human} ({now}, judge {{{{ $labels.judge }}}}) "
+                    f"is {value} below its {BASELINE} mean ({base}); the {severity} "
+                    f"threshold is {_r(drop)}. {look}",
+                )
+            )
+        floor_expr = f"{mean_w}{m_sel} < {_r(m.floor)}\nand on({SPJM}) {count_w}{m_sel} >= {MIN_SCORED_WINDOW}"
+        alerts.append(
+            _alert(
+                f"Ragmon{m.alert}BelowFloor",
+                floor_expr,
+                FLOOR_FOR,
+                FLOOR_SEVERITY,
+                f"{m.human.capitalize()} of {{{{ $labels.service }}}}/{{{{ $labels.pipeline }}}} is "
+                f"{value}, below the floor {_r(m.floor)}",
+                f"The {WINDOW} mean {m.human} is {value} over {n} scored traces "
+                f"(judge {{{{ $labels.judge }}}}), below the absolute floor {_r(m.floor)}. {look}",
+            )
+        )
     return alerts
 
 
@@ -204,9 +241,10 @@ def latency_alerts() -> list[dict[str, object]]:
     return [
         _alert(
             "RagmonRetrievalLatencyHigh",
-            f"{p95} > {_r(limit)}\nand on({SP}) {count} >= {MIN_RETRIEVALS_LATENCY}", LATENCY_FOR, severity,
-            "P95 retrieval latency of {{ $labels.service }}/{{ $labels.pipeline }} is "
-            "{{ $value | humanizeDuration }}",
+            f"{p95} > {_r(limit)}\nand on({SP}) {count} >= {MIN_RETRIEVALS_LATENCY}",
+            LATENCY_FOR,
+            severity,
+            "P95 retrieval latency of {{ $labels.service }}/{{ $labels.pipeline }} is {{ $value | humanizeDuration }}",
             f"P95 retrieval latency over {LATENCY_WINDOW} has been {{{{ $value | humanizeDuration }}}} "
             f"for {LATENCY_FOR} (the {severity} bound is {_r(limit * 1000)} ms). Check the vector store "
             "and the ragmon_retrieved_documents histogram; slow traces are sampled with "
@@ -223,7 +261,8 @@ def health_alerts() -> list[dict[str, object]]:
             "RagmonScoringStalled",
             f"sum by ({SP}) (rate(ragmon_traces_sampled_total[{STALLED_WINDOW}])) > 0\n"
             f"unless on({SP})\nsum by ({SP}) (rate(ragmon_traces_scored_total[{STALLED_WINDOW}])) > 0",
-            STALLED_FOR, "critical",
+            STALLED_FOR,
+            "critical",
             "ragmon scores nothing for {{ $labels.service }}/{{ $labels.pipeline }}",
             f"{{{{ $value | humanize }}}} traces/s were sampled for judging over the last {STALLED_WINDOW} "
             "but none was scored: quality is not being measured. Check ragmon_traces_skipped_total and "
@@ -231,9 +270,9 @@ def health_alerts() -> list[dict[str, object]]:
         ),
         _alert(
             "RagmonCoverageLow",
-            f"ragmon:coverage:ratio{WINDOW} < {_r(COVERAGE_MIN)}\n"
-            f"and on({SP}) {sampled} >= {MIN_SAMPLED_WINDOW}",
-            COVERAGE_FOR, "warning",
+            f"ragmon:coverage:ratio{WINDOW} < {_r(COVERAGE_MIN)}\nand on({SP}) {sampled} >= {MIN_SAMPLED_WINDOW}",
+            COVERAGE_FOR,
+            "warning",
             "Only {{ $value | humanizePercentage }} of sampled traces of "
             "{{ $labels.service }}/{{ $labels.pipeline }} were scored",
             f"Over {WINDOW}, {{{{ $value | humanizePercentage }}}} of the sampled traces were scored "
@@ -246,9 +285,10 @@ def health_alerts() -> list[dict[str, object]]:
             f'sum by (judge) (rate(ragmon_judge_requests_total{{outcome!~"ok|retry"}}[{JUDGE_ERROR_WINDOW}]))\n'
             f'/\nsum by (judge) (rate(ragmon_judge_requests_total{{outcome!="retry"}}[{JUDGE_ERROR_WINDOW}]))\n'
             f"> {_r(JUDGE_ERROR_RATIO)}\n"
-            f'and on(judge) sum by (judge) (rate(ragmon_judge_requests_total[{JUDGE_ERROR_WINDOW}])) '
+            f"and on(judge) sum by (judge) (rate(ragmon_judge_requests_total[{JUDGE_ERROR_WINDOW}])) "
             f">= {_r(MIN_JUDGE_REQUESTS_PER_S)}",
-            JUDGE_ERROR_FOR, "warning",
+            JUDGE_ERROR_FOR,
+            "warning",
             "{{ $value | humanizePercentage }} of {{ $labels.judge }} judge requests fail",
             f"{{{{ $value | humanizePercentage }}}} of the {{{{ $labels.judge }}}} judge's requests over "
             f"{JUDGE_ERROR_WINDOW} ended in an error (threshold {_r(JUDGE_ERROR_RATIO * 100)}%). "
@@ -259,7 +299,8 @@ def health_alerts() -> list[dict[str, object]]:
             "RagmonJudgeBudgetExhausted",
             f'sum by (job, instance) (rate(ragmon_traces_skipped_total{{reason="budget"}}[{BUDGET_WINDOW}])) > 0\n'
             "and on(job, instance)\n(min by (job, instance) (ragmon_judge_budget_remaining_tokens) <= 0)",
-            BUDGET_FOR, "warning",
+            BUDGET_FOR,
+            "warning",
             "Judge token budget of {{ $labels.instance }} is exhausted",
             f"The judge token budget is used up and {{{{ $value | humanize }}}} traces/s are skipped with "
             f'reason="budget" (over {BUDGET_WINDOW}). Raise RAGMON_JUDGE_BUDGET_TOKENS_PER_MINUTE/_PER_DAY '
@@ -269,7 +310,8 @@ def health_alerts() -> list[dict[str, object]]:
             "RagmonKafkaLagGrowing",
             f"ragmon:kafka_consumer_lag_messages:sum > {KAFKA_LAG_MIN}\n"
             f"and deriv(ragmon:kafka_consumer_lag_messages:sum[{KAFKA_LAG_WINDOW}]) > 0",
-            KAFKA_LAG_FOR, "warning",
+            KAFKA_LAG_FOR,
+            "warning",
             "Kafka consumer lag on {{ $labels.topic }} is {{ $value | humanize }} messages and growing",
             f"The agents' consumer lag on topic {{{{ $labels.topic }}}} is {{{{ $value | humanize }}}} messages "
             f"and has grown over {KAFKA_LAG_WINDOW} (alerts above {KAFKA_LAG_MIN}). The agents consume slower "
@@ -277,7 +319,10 @@ def health_alerts() -> list[dict[str, object]]:
             "(ragmon_judge_backlog) and ragmon_kafka_paused_seconds_total.",
         ),
         _alert(
-            "RagmonAgentDown", f"up{{{JOB_SELECTOR}}} == 0", AGENT_DOWN_FOR, "critical",
+            "RagmonAgentDown",
+            f"up{{{JOB_SELECTOR}}} == 0",
+            AGENT_DOWN_FOR,
+            "critical",
             "ragmon agent {{ $labels.instance }} is down",
             f"Prometheus could not scrape the ragmon agent {{{{ $labels.instance }}}} (job {{{{ $labels.job }}}}) "
             f"for {AGENT_DOWN_FOR}: no traces from it are measured. Check the pod/container status "
@@ -291,12 +336,14 @@ def rules() -> dict[str, object]:
     # reads and always sees their value from the same evaluation. Only the 7d baseline lives in
     # its own slower group: 7-day rates are the most expensive rules here and change slowly.
     rec = recording_rules()
-    return {"groups": [
-        {"name": "ragmon-quality", "interval": "1m", "rules": [*rec["quality"], *quality_alerts()]},
-        {"name": "ragmon-baseline", "interval": "5m", "rules": rec["baseline"]},
-        {"name": "ragmon-latency", "interval": "30s", "rules": [*rec["latency"], *latency_alerts()]},
-        {"name": "ragmon-health", "interval": "1m", "rules": [*rec["health"], *health_alerts()]},
-    ]}
+    return {
+        "groups": [
+            {"name": "ragmon-quality", "interval": "1m", "rules": [*rec["quality"], *quality_alerts()]},
+            {"name": "ragmon-baseline", "interval": "5m", "rules": rec["baseline"]},
+            {"name": "ragmon-latency", "interval": "30s", "rules": [*rec["latency"], *latency_alerts()]},
+            {"name": "ragmon-health", "interval": "1m", "rules": [*rec["health"], *health_alerts()]},
+        ]
+    }
 
 
 class _Dumper(yaml.SafeDumper):

@@ -35,8 +35,12 @@ def alert_rules() -> list[dict]:
 
 
 def test_rules_file_matches_its_generator() -> None:
-    result = subprocess.run([sys.executable, str(REPO / "deploy/prometheus/generate_rules.py"), "--check"],
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, str(REPO / "deploy/prometheus/generate_rules.py"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr
 
 
@@ -48,8 +52,9 @@ def test_promtool_check_rules(promtool: str) -> None:
 
 def test_promtool_unit_tests(promtool: str) -> None:
     assert RULE_TESTS, "no rule unit tests found"
-    result = subprocess.run([promtool, "test", "rules", *map(str, RULE_TESTS)],
-                            capture_output=True, text=True, timeout=240, cwd=REPO)
+    result = subprocess.run(
+        [promtool, "test", "rules", *map(str, RULE_TESTS)], capture_output=True, text=True, timeout=240, cwd=REPO
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.count("SUCCESS") == len(RULE_TESTS), result.stdout
 
