@@ -52,6 +52,7 @@ _LAG_INTERVAL_S = 1.0
 _BACKOFF_MIN_S = 0.5
 _BACKOFF_MAX_S = 10.0
 _DLQ_SEND_TIMEOUT_S = 10.0
+_PROBE_TIMEOUT_S = 2.0
 
 
 def kafka_client_options(config: AgentConfig) -> dict[str, Any]:
@@ -355,6 +356,7 @@ class KafkaSource:
                 keys = {(tp.topic, tp.partition) for tp in self._assigned}
             offsets = self._tracker.to_commit(keys)
             if not offsets:
+                await self._probe(consumer)
                 return
             try:
                 await consumer.commit({TopicPartition(t, p): o for (t, p), o in offsets.items()})
@@ -367,6 +369,19 @@ class KafkaSource:
             self._tracker.committed(offsets)
             self._metrics.kafka_commits.labels("ok").inc()
             self._recovered()
+
+    async def _probe(self, consumer: AIOKafkaConsumer) -> None:
+        """Nothing to commit: ask the group coordinator something cheap instead, so that an
+        outage is noticed (readiness, one log line) even while no messages flow."""
+        if not self._assigned:
+            return
+        tp = next(iter(self._assigned))
+        try:
+            await asyncio.wait_for(consumer.committed(tp), timeout=_PROBE_TIMEOUT_S)
+        except (TimeoutError, KafkaError) as exc:
+            self._on_outage(exc)
+            return
+        self._recovered()
 
     async def _on_revoked(self, revoked: set[TopicPartition]) -> None:
         self._metrics.kafka_rebalances.labels("revoked").inc()
