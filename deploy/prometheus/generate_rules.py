@@ -383,7 +383,21 @@ def render_prometheus_rule() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--check", action="store_true", help="fail if a generated file is out of date")
+    drill = parser.add_argument_group("drill", "short windows for a demo/incident drill, written to --output only")
+    drill.add_argument("--output", type=Path, help="write only the rules file, here (e.g. a drill variant)")
+    drill.add_argument("--window", help=f"quality window instead of {WINDOW}, e.g. 5m")
+    drill.add_argument("--baseline", help=f"quality baseline instead of {BASELINE}, e.g. 1h")
+    drill.add_argument("--quality-for", help=f"for: of the quality alerts instead of {QUALITY_FOR}, e.g. 2m")
     args = parser.parse_args(argv)
+    if args.output is not None:
+        g = globals()
+        for name, value in (("WINDOW", args.window), ("BASELINE", args.baseline), ("QUALITY_FOR", args.quality_for),
+                            ("FLOOR_FOR", args.quality_for)):
+            if value:
+                g[name] = value
+        args.output.write_text(render(), encoding="utf-8")
+        print(f"wrote {args.output}")
+        return 0
     outputs = {OUTPUT: render(), PROMETHEUS_RULE: render_prometheus_rule()}
     stale = [p for p, text in outputs.items() if not p.exists() or p.read_text(encoding="utf-8") != text]
     if args.check:
