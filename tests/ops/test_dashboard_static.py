@@ -1,0 +1,87 @@
+"""The Grafana dashboard and its provisioning, checked without a Grafana: generated file up to
+date, layout valid, template variables, exemplars on score panels, alert thresholds drawn."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import yaml
+
+from .conftest import REPO
+
+DASHBOARD = REPO / "grafana" / "dashboards" / "ragmon.json"
+
+
+def load() -> dict:
+    return json.loads(DASHBOARD.read_text(encoding="utf-8"))
+
+
+def panels() -> list[dict]:
+    return [p for p in load()["panels"] if p["type"] != "row"]
+
+
+def test_dashboard_matches_its_generator() -> None:
+    result = subprocess.run(
+        [sys.executable, str(REPO / "grafana" / "generate_dashboard.py"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_layout_is_valid() -> None:
+    ids = [p["id"] for p in load()["panels"]]
+    assert len(ids) == len(set(ids)), "panel ids must be unique"
+    cells: set[tuple[int, int]] = set()
+    for p in load()["panels"]:
+        g = p["gridPos"]
+        assert g["x"] >= 0 and g["x"] + g["w"] <= 24, p["title"]
+        for x in range(g["x"], g["x"] + g["w"]):
+            for y in range(g["y"], g["y"] + g["h"]):
+                assert (x, y) not in cells, f"panel {p['title']!r} overlaps another"
+                cells.add((x, y))
+
+
+def test_template_variables() -> None:
+    names = {v["name"]: v for v in load()["templating"]["list"]}
+    assert {"datasource", "service", "pipeline"} <= set(names)
+    assert names["service"]["includeAll"] and names["pipeline"]["multi"]
+    for p in panels():
+        assert p["datasource"]["uid"] == "${datasource}", p["title"]
+
+
+def test_required_panels_exemplars_and_thresholds() -> None:
+    by_title = {p["title"]: p for p in panels()}
+    for metric in ("Faithfulness", "Answer relevancy", "Context precision"):
+        mean = by_title[f"{metric} mean"]
+        assert any(t["exemplar"] for t in mean["targets"]), f"{metric}: exemplars on"
+        assert mean["fieldConfig"]["defaults"]["custom"]["thresholdsStyle"]["mode"] != "off"
+        assert by_title[f"{metric} distribution"]["type"] == "heatmap"
+        drop = by_title[f"{metric}: drop below baseline"]
+        assert [s["value"] for s in drop["fieldConfig"]["defaults"]["thresholds"]["steps"]][1:] == [0.05, 0.08]
+    latency = by_title["Retrieval latency P95 / P50"]
+    assert 0.5 in [s["value"] for s in latency["fieldConfig"]["defaults"]["thresholds"]["steps"]]
+    exprs = " ".join(t["expr"] for p in panels() for t in p["targets"])
+    for needed in (
+        "ragmon_diagnosis_total",
+        "ragmon_judge_tokens_total",
+        "ragmon_judge_requests_total",
+        "ragmon_traces_skipped_total",
+        "ragmon_kafka_consumer_lag_messages",
+        "ragmon_traces_sampled_total",
+    ):
+        assert needed in exprs
+    verdict_stats = [p for p in panels() if p["type"] == "stat" and "Retrieval" in p["title"]]
+    assert len(verdict_stats) == 4, "the 2x2 diagnosis grid"
+
+
+def test_provisioning_points_at_the_dashboard_folder() -> None:
+    prov = yaml.safe_load((REPO / "grafana" / "provisioning" / "dashboards" / "ragmon.yml").read_text())
+    ds = yaml.safe_load((REPO / "grafana" / "provisioning" / "datasources" / "ragmon.yml").read_text())
+    assert prov["providers"][0]["folder"] == "ragmon"
+    assert ds["datasources"][0]["type"] == "prometheus" and ds["datasources"][0]["uid"] == "prometheus"
+    compose = (REPO / "deploy" / "docker-compose.yml").read_text()
+    assert f"../grafana/dashboards:{prov['providers'][0]['options']['path']}" in compose
