@@ -53,6 +53,7 @@ _BACKOFF_MIN_S = 0.5
 _BACKOFF_MAX_S = 10.0
 _DLQ_SEND_TIMEOUT_S = 10.0
 _PROBE_TIMEOUT_S = 2.0
+_COMMIT_TIMEOUT_S = 10.0
 
 
 def kafka_client_options(config: AgentConfig) -> dict[str, Any]:
@@ -359,8 +360,12 @@ class KafkaSource:
                 await self._probe(consumer)
                 return
             try:
-                await consumer.commit({TopicPartition(t, p): o for (t, p), o in offsets.items()})
-            except KafkaError as exc:
+                # aiokafka retries a commit until the coordinator answers: bound it, so an
+                # outage cannot wedge the poll loop or stop(); the next round commits again.
+                await asyncio.wait_for(
+                    consumer.commit({TopicPartition(t, p): o for (t, p), o in offsets.items()}),
+                    timeout=_COMMIT_TIMEOUT_S)
+            except (KafkaError, TimeoutError) as exc:
                 # Not fatal: the same (or a later) offset is committed next time; a rebalance
                 # meanwhile means the new owner re-reads from the last committed offset.
                 self._metrics.kafka_commits.labels("error").inc()
