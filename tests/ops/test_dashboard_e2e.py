@@ -54,7 +54,7 @@ GRAFANA_VARS = {
     "$token_price": "0.002",
 }
 EMPTY_OK = {
-    "ragmon_kafka_": "the agent under test reads OTLP/HTTP; Kafka series are exercised by tests/kafka",
+    "ragmon_kafka_": "the agent under test reads OTLP/HTTP; test_kafka_panels_e2e.py checks these with Kafka",
     "ragmon:kafka_consumer_lag_messages": "recorded from the Kafka lag gauge (see above)",
     "ALERTS{": "only present while an alert is pending or firing; tests/ops/test_alert_e2e.py covers it",
 }
