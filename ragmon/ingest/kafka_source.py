@@ -131,6 +131,9 @@ class KafkaSource:
         self._logged: set[str] = set()
         self._dlq_tasks: set[asyncio.Task[None]] = set()
         self._commit_lock = asyncio.Lock()
+        self._topic_counters: dict[str, Any] = {}
+        self._spans_counter = metrics.spans_received.labels(self.name)
+        self._ok_counter = metrics.requests_received.labels(self.name, "ok")
 
     # --- SpanSource -------------------------------------------------------------------------
     async def start(self, sink: SpanSink) -> None:
@@ -283,7 +286,10 @@ class KafkaSource:
         key: PartitionKey = (record.topic, record.partition)
         token: Token = (record.topic, record.partition, record.offset)
         self._tracker.track(key, record.offset)
-        self._metrics.kafka_messages.labels(record.topic).inc()
+        counter = self._topic_counters.get(record.topic)
+        if counter is None:  # label lookups cost more than the increment: keep the children
+            counter = self._topic_counters[record.topic] = self._metrics.kafka_messages.labels(record.topic)
+        counter.inc()
         value: bytes = record.value or b""
         if len(value) > self._config.kafka_max_message_bytes:
             self._poison(record, sc.DROP_OVERSIZE_MESSAGE,
@@ -300,13 +306,13 @@ class KafkaSource:
         except DecodeError as exc:
             self._poison(record, sc.DROP_POISON_MESSAGE, f"{exc.reason}: {exc}")
             return
-        self._metrics.requests_received.labels(self.name, "ok").inc()
+        self._ok_counter.inc()
         if batch.rejected_spans:
             self._metrics.dropped.labels(sc.DROP_MALFORMED_SPAN).inc(batch.rejected_spans)
             self._log_once("malformed_span", "kafka: skipped malformed spans in %s[%d]@%d: %s",
                            record.topic, record.partition, record.offset, "; ".join(batch.errors[:3]))
         if batch.spans:
-            self._metrics.spans_received.labels(self.name).inc(len(batch.spans))
+            self._spans_counter.inc(len(batch.spans))
             self._sink.submit(batch.spans, token)
         else:
             self._tracker.release(key, record.offset)
