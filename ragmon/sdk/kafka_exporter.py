@@ -307,11 +307,17 @@ def _producer_options(bootstrap_servers: str, compression: str | None, max_messa
     cafile = opts.pop("ssl_cafile", None)
     certfile = opts.pop("ssl_certfile", None)
     keyfile = opts.pop("ssl_keyfile", None)
-    if (cafile or certfile) and "ssl_context" not in opts:
+    if (cafile or certfile) and "security_protocol" not in opts:
+        opts["security_protocol"] = "SSL"
+    if "security_protocol" in opts:
+        opts["security_protocol"] = str(opts["security_protocol"]).upper()
+    if "sasl_mechanism" in opts:
+        opts["sasl_mechanism"] = str(opts["sasl_mechanism"]).upper()
+    if "SSL" in opts.get("security_protocol", "") and "ssl_context" not in opts:
         from aiokafka.helpers import create_ssl_context
 
+        # no CA file: the system's trust store
         opts["ssl_context"] = create_ssl_context(cafile=cafile, certfile=certfile, keyfile=keyfile)
-        opts.setdefault("security_protocol", "SSL")
     opts.setdefault("client_id", "ragmon-sdk")
     opts.setdefault("linger_ms", 20)  # batch messages of many traces per request
     opts.setdefault("acks", 1)
