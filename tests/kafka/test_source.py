@@ -316,3 +316,48 @@ def test_security_settings_map_to_aiokafka_options(tmp_path) -> None:
             environ={}))
     with pytest.raises(ConfigError, match="SSL or SASL_SSL"):
         kafka_client_options(load_agent_config({**base, "kafka_ssl_cafile": "/etc/ssl/ca.pem"}, environ={}))
+
+
+async def test_sasl_plain_against_a_real_broker(tmp_path) -> None:
+    """SASL/PLAIN end to end: the agent's settings authenticate; a wrong password is refused."""
+    from kafka_broker import free_port
+
+    from .conftest import BOOT_TIMEOUT_S, KafkaBroker
+
+    sasl_port = free_port()
+    broker = KafkaBroker(tmp_path / "kafka-sasl")
+    broker.extra = {
+        "listeners": f"PLAINTEXT://127.0.0.1:{broker.port},SASL_PLAINTEXT://127.0.0.1:{sasl_port},"
+                     f"CONTROLLER://127.0.0.1:{broker.controller_port}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{broker.port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+            'org.apache.kafka.common.security.plain.PlainLoginModule required user_agent="agent-secret";',
+    }
+    broker.start(timeout_s=BOOT_TIMEOUT_S)
+    try:
+        topic, group = "sasl-spans", "sasl-group"
+        await create_topic(broker.bootstrap, topic, partitions=1)
+        traffic = KafkaTraffic(f"127.0.0.1:{sasl_port}", topic, security_protocol="SASL_PLAINTEXT",
+                               sasl_mechanism="PLAIN", sasl_plain_username="agent",
+                               sasl_plain_password="agent-secret")
+        try:
+            sent = await send_traces(traffic, 2)
+        finally:
+            traffic.close()
+        sasl = {"kafka_security_protocol": "SASL_PLAINTEXT", "kafka_sasl_mechanism": "PLAIN",
+                "kafka_sasl_username": "agent"}
+        sink = CollectingSink()
+        async with running_source(f"127.0.0.1:{sasl_port}", topic, group, sink,
+                                  kafka_sasl_password="agent-secret", **sasl) as (source, _):
+            await eventually(lambda: sink.trace_ids == set(sent), what="spans over SASL")
+            assert source.ready()
+        denied = CollectingSink()
+        async with running_source(f"127.0.0.1:{sasl_port}", topic, group + "-x", denied,
+                                  kafka_sasl_password="wrong", **sasl) as (source, _):
+            await asyncio.sleep(3)
+            assert not source.ready()
+        assert denied.spans == []
+    finally:
+        broker.stop()
