@@ -103,6 +103,11 @@ async def test_sigkill_mid_stream_then_restart_loses_nothing(
             return acc is not None and acc.scored >= n
 
         await eventually(lambda: a_scored(5), timeout_s=120, what="the first agent scoring")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 30
+        while not any((await committed_offsets(kafka.bootstrap, group, topic, PARTITIONS)).values()):
+            assert loop.time() < deadline, "the first agent never committed"
+            await asyncio.sleep(0.2)
         # More traffic arrives while it works; then it is killed without warning.
         sent += [await asyncio.to_thread(traffic.send, rag_request(i)) for i in range(20, 40)]
         assert await asyncio.to_thread(traffic.flush)
