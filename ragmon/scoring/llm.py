@@ -176,6 +176,7 @@ class LlmJudge:
             budget_tokens_per_minute, budget_tokens_per_day, clock=wall_clock, on_remaining=self._budget_changed
         )
         self._cache: TtlCache[Scores] = TtlCache(cache_size, cache_ttl_s, clock=clock)
+        self._pending: dict[str, asyncio.Future[Scores]] = {}  # single flight for identical content
         if metrics is not None:
             metrics.judge_circuit_open.labels(self.name).set(0)
 
@@ -193,14 +194,33 @@ class LlmJudge:
     async def score(self, trace: RagTrace) -> Scores:
         question, answer, contexts = trace.question or "", trace.answer or "", trace.contexts
         key = content_key(mode=self.mode, model=self.model, question=question, contexts=contexts, answer=answer)
-        cached = self._cache.get(key) if self._cache.enabled else None
+        if not self._cache.enabled:
+            return await self._score_uncached(question, contexts, answer)
+        cached = self._cache.get(key)
+        if cached is None and key in self._pending:  # the same content is being judged right now
+            cached = await asyncio.shield(self._pending[key])
         if cached is not None:
             if self._metrics is not None:
                 self._metrics.judge_cache_hits.labels(self.name).inc()
             return dataclasses.replace(
                 cached, prompt_tokens=0, completion_tokens=0, details={**cached.details, "cached": True}
             )
+        future: asyncio.Future[Scores] = asyncio.get_running_loop().create_future()
+        future.add_done_callback(lambda f: f.cancelled() or f.exception())  # no "never retrieved" warnings
+        self._pending[key] = future
+        try:
+            scores = await self._score_uncached(question, contexts, answer)
+        except BaseException as exc:
+            future.set_exception(exc if isinstance(exc, Exception) else JudgeError("judging was cancelled"))
+            raise
+        else:
+            future.set_result(scores)
+            self._cache.put(key, scores)
+            return scores
+        finally:
+            del self._pending[key]
 
+    async def _score_uncached(self, question: str, contexts: list[str], answer: str) -> Scores:
         inp = p.fit_to_budget(question, contexts, answer, self.max_input_tokens)
         reservation: Reservation | None = None
         if self._budget.enabled:
@@ -232,7 +252,6 @@ class LlmJudge:
                 "usage_estimated": usage.estimated,
             },
         )
-        self._cache.put(key, scores)
         return scores
 
     # --- compact mode ------------------------------------------------------------------------

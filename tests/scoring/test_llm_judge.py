@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import Any
@@ -16,7 +17,7 @@ from ragmon.export.metrics import AgentMetrics
 from ragmon.scoring.factory import build_judge
 from ragmon.scoring.judge import Judge
 from ragmon.scoring.llm import LlmJudge
-from ragmon.types import Document, RagTrace
+from ragmon.types import Document, RagTrace, Scores
 from tests.fakes.clock import ManualClock
 from tests.fakes.openai_server import FakeOpenAI, Reply, fenced_payload
 
@@ -298,3 +299,21 @@ async def test_build_judge_from_agent_config(server, metrics):
 def test_build_judge_local_is_the_offline_judge():
     judge = build_judge(load_agent_config({"judge": "local"}, environ={}))
     assert judge.name == "local"
+
+
+async def test_identical_content_in_flight_at_once_is_judged_once(server, make_judge, metrics):
+    server.enqueue(Reply.slow(0.3, then=Reply.json(COMPACT_REPLY)))
+    judge = make_judge()
+    first, second = await asyncio.gather(judge.score(trace(trace_id="01" * 16)), judge.score(trace(trace_id="02" * 16)))
+    assert len(server.chat_requests) == 1
+    assert first.faithfulness == second.faithfulness == pytest.approx(2 / 3)
+    assert value(metrics, "ragmon_judge_cache_hits_total", judge="llm") == 1
+
+
+async def test_a_failure_in_flight_fails_the_identical_waiter_too(server, make_judge):
+    server.enqueue(Reply.slow(0.3, then=Reply.error(401)))
+    judge = make_judge()
+    results = await asyncio.gather(judge.score(trace()), judge.score(trace()), return_exceptions=True)
+    assert all(isinstance(r, JudgeHTTPError) for r in results)
+    assert len(server.chat_requests) == 1
+    assert isinstance(await judge.score(trace()), Scores)  # nothing stale left behind
