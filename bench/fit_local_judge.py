@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from ragmon.calibration import stats
+from ragmon.calibration.report import ranking_report
 from ragmon.scoring import local_model
 from ragmon.scoring.claims import split_claims
 from ragmon.scoring.evidence import ClaimEvidence
@@ -519,6 +520,13 @@ def main(argv: list[str] | None = None) -> int:
     nested_scores, ctx_chosen = nested_context(wq, args.folds, CTX_CANDIDATES)
     ctx["NESTED (selection inside folds)"] = ranking(wq, nested_scores)
     ctx["NESTED (selection inside folds)"]["auc"] = stats.roc_auc(flat_labels, [s for r in nested_scores for s in r])
+    boot = max(args.bootstrap, 1)
+    base_ci = ranking_report([r.labels for r in wq], [[f["best_cos"] for f in r.features] for r in wq], 5, boot, SEED)
+    nest_ci = ranking_report([r.labels for r in wq], nested_scores, 5, boot, SEED)
+    ctx["baseline: plain cosine"]["map_ci95"] = base_ci["map"]["ci95"]
+    ctx["NESTED (selection inside folds)"]["map_ci95"] = nest_ci["map"]["ci95"]
+    print(f"MAP 95% CI (bootstrap over questions): plain cosine {base_ci['map']['ci95']}, "
+          f"nested judge {nest_ci['map']['ci95']}", file=sys.stderr)
     report["context"] = ctx
     report["context_nested_choices"] = ctx_chosen
     print(f"\ncontext relevance on {len(wq)} WikiQA questions ({len(flat_labels)} sentences), out-of-fold")
