@@ -474,7 +474,8 @@ class LlmJudge:
                 if 200 <= status < 300:
                     self._circuit.record_success()
                     return response
-                if format_fallback and status in (400, 422) and _mentions_format(response):
+                # llama-cpp-python answers an unsupported response_format with a 500 naming it
+                if format_fallback and status in (400, 422, 500) and _mentions_format(response, strict=status == 500):
                     self._circuit.release()
                     self._outcome(sc.FAIL_HTTP)
                     raise _FormatRejected()
@@ -569,8 +570,10 @@ def _error_message(response: httpx.Response) -> str:
     return str(message or "")[:200]
 
 
-def _mentions_format(response: httpx.Response) -> bool:
+def _mentions_format(response: httpx.Response, strict: bool = False) -> bool:
     text = response.text.lower()
+    if strict:
+        return "response_format" in text
     return not text.strip() or any(word in text for word in ("response_format", "json_schema", "schema", "json"))
 
 

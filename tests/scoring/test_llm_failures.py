@@ -308,3 +308,13 @@ async def test_tokens_per_minute_limit_spaces_large_requests(server, make_judge,
         await judge.score(RagTrace(**{**_fields(TRACE), "answer": f"Paris {i}."}))
     assert len(clock.sleeps) >= 1 and all(s > 0 for s in clock.sleeps)
     assert sum(clock.sleeps) < 60
+
+
+async def test_a_500_naming_response_format_also_falls_back(server, make_judge, metrics):
+    # llama-cpp-python's server answers an unknown response_format type with HTTP 500
+    server.enqueue(Reply.error(500, message="('body', 'response_format', 'type'): Input should be 'text'"))
+    judge = make_judge(max_retries=0)
+    scores = await judge.score(TRACE)
+    assert scores.faithfulness == 1.0
+    assert judge.response_format == FORMAT_JSON_OBJECT
+    assert judge.circuit_state == "closed"
