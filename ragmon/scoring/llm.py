@@ -407,17 +407,19 @@ class LlmJudge:
                     "type": "json_schema", "json_schema": {"name": schema_name, "schema": schema, "strict": True},
                 }
             elif self.response_format == FORMAT_JSON_OBJECT:
-                body["response_format"] = {"type": "json_object"}
+                # "schema" is ignored by most servers; llama.cpp servers turn it into a grammar
+                body["response_format"] = {"type": "json_object", "schema": schema}
             try:
                 response = await self._post(
                     "chat/completions", body, estimate + self.max_completion_tokens,
                     format_fallback=self.response_format != FORMAT_NONE,
                 )
             except _FormatRejected:
-                fallback = _FORMAT_FALLBACK[self.response_format]
-                log.info("judge endpoint rejected response_format %s; using %s from now on",
-                         self.response_format, fallback)
-                self.response_format = fallback
+                rejected = body.get("response_format", {}).get("type", FORMAT_NONE)
+                if self.response_format == rejected:  # concurrent calls may have downgraded already
+                    self.response_format = _FORMAT_FALLBACK.get(rejected, FORMAT_NONE)
+                    log.info("judge endpoint rejected response_format %s; using %s from now on",
+                             rejected, self.response_format)
                 continue
             return self._read_completion(response, messages, usage)
 
