@@ -81,6 +81,7 @@ class Agent:
             max_open_traces=config.max_open_traces,
             max_spans_per_trace=config.max_spans_per_trace,
             root_grace_s=config.root_grace_s,
+            max_buffered_bytes=config.max_buffered_bytes,
             clock=clock,
         )
         self._policy = SamplingPolicy(

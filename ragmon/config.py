@@ -126,6 +126,7 @@ class AgentConfig:
     max_open_traces: int = 50_000
     max_spans_per_trace: int = 2_000
     root_grace_s: float = 0.0
+    max_buffered_bytes: int = 512 * 1024 * 1024
     latency_window_s: float = 300.0
     # sampling
     sample_rate: float = 1.0
@@ -228,6 +229,7 @@ AGENT_SETTINGS: tuple[Setting, ...] = (
     _s("trace_timeout_s", "RAGMON_ASSEMBLER_TRACE_TIMEOUT_S", parse_positive_float, "Close a trace whose root span never arrives after this many seconds without new spans."),
     _s("max_open_traces", "RAGMON_ASSEMBLER_MAX_OPEN_TRACES", parse_positive_int, "Bound on traces being assembled; the oldest is closed early and counted when full."),
     _s("max_spans_per_trace", "RAGMON_ASSEMBLER_MAX_SPANS_PER_TRACE", parse_positive_int, "Spans kept per trace; extra spans are dropped and counted."),
+    _s("max_buffered_bytes", "RAGMON_ASSEMBLER_MAX_BUFFERED_BYTES", parse_positive_int, "Bound on span data held by open traces (document text is heavy); the least recently active traces are closed early and counted when over it."),
     _s("root_grace_s", "RAGMON_ASSEMBLER_ROOT_GRACE_S", parse_nonnegative_float, "Keep a trace open this long after its root span for late children (cross-process traces, Kafka without trace-id keys)."),
     _s("latency_window_s", "RAGMON_LATENCY_WINDOW_S", parse_positive_float, "Sliding window for the exact P95 latency gauges."),
     _s("sample_rate", "RAGMON_SAMPLER_RATE", parse_rate, "Share of traces sent to the judge (deterministic on trace id)."),
