@@ -26,6 +26,8 @@ $(VENV)/.ragmon-dev: pyproject.toml
 ## Services the tests start themselves: Prometheus/Alertmanager (Debian) and Apache Kafka jars (Maven).
 services:
 	bash scripts/install-prometheus.sh
+	command -v java >/dev/null && command -v mvn >/dev/null || \
+		{ apt-get update && apt-get install -y --no-install-recommends openjdk-17-jre-headless maven; }
 	bash scripts/kafka-broker.sh fetch
 
 lint: dev-install
