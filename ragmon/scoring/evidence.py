@@ -186,20 +186,3 @@ def check_claims(
             )
         )
     return out
-
-
-def context_average_precision(verdicts: Sequence[bool]) -> float | None:
-    """RAGAS context precision: rank-weighted mean of precision@k over the relevant ranks.
-
-    ``verdicts[k]`` says whether the context at rank k is relevant. No context → None;
-    no relevant context → 0.
-    """
-    if not verdicts:
-        return None
-    hits = 0
-    total = 0.0
-    for k, relevant in enumerate(verdicts, start=1):
-        if relevant:
-            hits += 1
-            total += hits / k
-    return total / hits if hits else 0.0

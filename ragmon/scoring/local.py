@@ -41,7 +41,8 @@ from .claims import (
     words,
 )
 from .embedder import EMBEDDING_DIM, Embedder
-from .evidence import ClaimEvidence, check_claims, context_average_precision
+from .evidence import ClaimEvidence, check_claims
+from .formulas import context_precision as rank_weighted_precision
 
 MAX_CONTEXT_SENTENCE_WORDS = 60
 MAX_CONTEXTS = 50  # bound the work per trace; later contexts are ignored (and said so in details)
@@ -429,7 +430,7 @@ class LocalJudge:
             details["irrelevant_contexts"] = irrelevant[:20]
         if not any(verdicts):
             details["context_precision_reason"] = "no retrieved context looks relevant to the question"
-        return context_average_precision(verdicts)
+        return rank_weighted_precision(verdicts)
 
 
 __all__ = ["STAGES", "Analysis", "LocalJudge"]
