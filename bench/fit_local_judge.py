@@ -20,6 +20,7 @@ import argparse
 import hashlib
 import json
 import math
+import random
 import re
 import sys
 import time
@@ -34,6 +35,7 @@ from ragmon.calibration.report import ranking_report
 from ragmon.scoring import local_model
 from ragmon.scoring.claims import split_claims
 from ragmon.scoring.evidence import ClaimEvidence
+from ragmon.scoring.formulas import context_precision as rank_weighted_precision
 from ragmon.scoring.local import LocalJudge
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -291,6 +293,7 @@ class CtxRow:
     group: str
     labels: list[int]
     features: list[local_model.ContextFeatures]
+    miss_features: list[local_model.ContextFeatures] = field(default_factory=list)  # synthetic miss
 
 
 def analyse_wikiqa(judge: LocalJudge, rows: list[dict]) -> list[CtxRow]:
@@ -301,20 +304,29 @@ def analyse_wikiqa(judge: LocalJudge, rows: list[dict]) -> list[CtxRow]:
     return out
 
 
+def retrieval_misses(judge: LocalJudge, rows: list[dict], folds: int) -> list[list[local_model.ContextFeatures]]:
+    """One synthetic *retrieval miss* per question: the question with sentences drawn from
+    other questions' articles, all labelled irrelevant.
+
+    WikiQA only ranks sentences of the one right article, so a model fitted on it alone
+    learns "better than the other sentences of this trace", never "off topic": a trace whose
+    contexts are all off topic then looks fine (the retrieval misses of ``ragmon demo``).
+    These traces teach the absolute scale. The other questions come from the same fold (no
+    text crosses folds); they are used for fitting and for the off-topic rate, never in MAP.
+    """
+    fold = group_folds([r["id"] for r in rows], folds)
+    out = []
+    for i, r in enumerate(rows):
+        rng = random.Random(f"{SEED}:miss:{r['id']}")
+        donors = [j for j in range(len(rows)) if j != i and fold[j] == fold[i]]
+        pool = [c for j in donors for c in rows[j]["contexts"]]
+        contexts = rng.sample(pool, min(len(pool), max(3, min(8, len(r["contexts"])))))
+        out.append(judge.analyse(r["question"], contexts, None).context_features)
+    return out
+
+
 def ctx_vector(f: local_model.ContextFeatures, names: Sequence[str]) -> list[float]:
     return [f[n] for n in names]
-
-
-def oof_context(rows: Sequence[CtxRow], folds: int, names: Sequence[str]) -> list[list[float]]:
-    fold = np.array([fold_of(r.group, folds) for r in rows])
-    out: list[list[float]] = [[] for _ in rows]
-    for k in range(folds):
-        x = np.array([ctx_vector(f, names) for r, fo in zip(rows, fold, strict=True) if fo != k for f in r.features])
-        y = np.array([lab for r, fo in zip(rows, fold, strict=True) if fo != k for lab in r.labels], float)
-        model = Logistic(list(names)).fit(x, y)
-        for i in np.flatnonzero(fold == k):
-            out[i] = model.predict(np.array([ctx_vector(f, names) for f in rows[i].features])).tolist()
-    return out
 
 
 def ranking(rows: Sequence[CtxRow], scores: Sequence[Sequence[float]]) -> dict[str, float]:
@@ -369,37 +381,82 @@ def nested_faithfulness(
     return pred, thr, chosen
 
 
-def ctx_fit(rows: Sequence[CtxRow], names: Sequence[str]) -> Logistic:
-    x = np.array([ctx_vector(f, names) for r in rows for f in r.features])
-    y = np.array([lab for r in rows for lab in r.labels], float)
+def ctx_fit(rows: Sequence[CtxRow], names: Sequence[str], with_misses: bool = True) -> Logistic:
+    """Fit on the labelled sentences and on each row's synthetic retrieval miss (all 0)."""
+    def feats(r: CtxRow) -> list[local_model.ContextFeatures]:
+        return [*r.features, *r.miss_features] if with_misses else r.features
+
+    x = np.array([ctx_vector(f, names) for r in rows for f in feats(r)])
+    y = np.array([lab for r in rows for lab in [*r.labels, *[0] * (len(feats(r)) - len(r.labels))]], float)
     return Logistic(list(names)).fit(x, y)
 
 
-def ctx_oof(rows: Sequence[CtxRow], fold: np.ndarray, names: Sequence[str]) -> list[list[float]]:
+def ctx_oof(
+    rows: Sequence[CtxRow], fold: np.ndarray, names: Sequence[str], misses: bool = False, with_misses: bool = True
+) -> list[list[float]]:
+    """Out-of-fold relevance of every row's contexts (or, with ``misses``, of its synthetic miss)."""
     out: list[list[float]] = [[] for _ in rows]
     for k in np.unique(fold):
-        model = ctx_fit([r for r, f in zip(rows, fold, strict=True) if f != k], names)
+        model = ctx_fit([r for r, f in zip(rows, fold, strict=True) if f != k], names, with_misses)
         for i in np.flatnonzero(fold == k):
-            out[i] = model.predict(np.array([ctx_vector(f, names) for f in rows[i].features])).tolist()
+            feats = rows[i].miss_features if misses else rows[i].features
+            out[i] = model.predict(np.array([ctx_vector(f, names) for f in feats])).tolist() if feats else []
     return out
 
 
+def ctx_threshold(rows: Sequence[CtxRow], scores: Sequence[Sequence[float]], miss: Sequence[Sequence[float]]) -> float:
+    """Best balanced-accuracy threshold over real sentences and synthetic misses together."""
+    labels = [lab for r, m in zip(rows, miss, strict=True) for lab in [*r.labels, *[0] * len(m)]]
+    flat = [s for row, m in zip(scores, miss, strict=True) for s in [*row, *m]]
+    return stats.best_threshold(labels, flat)[0]
+
+
 def nested_context(
-    rows: Sequence[CtxRow], folds: int, candidates: Sequence[tuple[str, list[str]]]
-) -> tuple[list[list[float]], list[str]]:
+    rows: Sequence[CtxRow], folds: int, candidates: Sequence[tuple[str, list[str]]], with_misses: bool = True
+) -> tuple[list[list[float]], list[list[float]], np.ndarray, list[str]]:
+    """Outer-fold scores of the real contexts and of the synthetic misses, and per-row
+    relevance thresholds; the feature set and the threshold come from inner folds only."""
     outer = group_folds([r.group for r in rows], folds)
     out: list[list[float]] = [[] for _ in rows]
+    miss_out: list[list[float]] = [[] for _ in rows]
+    thr = np.zeros(len(rows))
     chosen: list[str] = []
     for k in range(folds):
         train = [r for r, f in zip(rows, outer, strict=True) if f != k]
         inner = group_folds([r.group for r in train], folds - 1, salt="inner:")
-        scored = [(ranking(train, ctx_oof(train, inner, names))["map"], name, names) for name, names in candidates]
+        scored = [(ranking(train, ctx_oof(train, inner, names, with_misses=with_misses))["map"], name, names)
+                  for name, names in candidates]
         _, name, names = max(scored, key=lambda t: t[0])
         chosen.append(name)
-        model = ctx_fit(train, names)
+        inner_miss = ctx_oof(train, inner, names, misses=True) if with_misses else [[] for _ in train]
+        t = ctx_threshold(train, ctx_oof(train, inner, names, with_misses=with_misses), inner_miss)
+        model = ctx_fit(train, names, with_misses)
         for i in np.flatnonzero(outer == k):
             out[i] = model.predict(np.array([ctx_vector(f, names) for f in rows[i].features])).tolist()
-    return out, chosen
+            if rows[i].miss_features:
+                miss_out[i] = model.predict(np.array([ctx_vector(f, names) for f in rows[i].miss_features])).tolist()
+            thr[i] = t
+    return out, miss_out, thr, chosen
+
+
+def miss_detection(
+    rows: Sequence[CtxRow], scores: Sequence[Sequence[float]], miss: Sequence[Sequence[float]], thr: np.ndarray
+) -> dict[str, float]:
+    """How the verdicts behave at the chosen thresholds: relevant / irrelevant sentences of the
+    right article judged relevant, and the RAGAS context precision a synthetic miss gets."""
+    rel = [s >= t for r, row, t in zip(rows, scores, thr, strict=True) for s, lab in zip(row, r.labels,
+                                                                                    strict=True) if lab]
+    irr = [s >= t for r, row, t in zip(rows, scores, thr, strict=True) for s, lab in zip(row, r.labels,
+                                                                                    strict=True) if not lab]
+    prec = [rank_weighted_precision([s >= t for s in m]) for m, t in zip(miss, thr, strict=True) if m]
+    top = [row[int(np.argmax(row))] >= t for row, t in zip(scores, thr, strict=True) if row]
+    return {
+        "relevant_judged_relevant": float(np.mean(rel)) if rel else math.nan,
+        "irrelevant_judged_relevant": float(np.mean(irr)) if irr else math.nan,
+        "top_context_judged_relevant": float(np.mean(top)) if top else math.nan,
+        "miss_mean_precision": float(np.mean(prec)) if prec else math.nan,
+        "miss_flagged": float(np.mean([p < 0.5 for p in prec])) if prec else math.nan,
+    }
 
 
 # --- main -----------------------------------------------------------------------------------------
@@ -469,7 +526,9 @@ def main(argv: list[str] | None = None) -> int:
     save_embeddings = persist_embeddings(judge, ROOT / ".cache" / "fit_local_judge_embeddings.npz")
     t0 = time.perf_counter()
     rt = analyse_ragtruth(judge, baseline, load(args.data / "ragtruth_qa_dev.jsonl"))
-    wq = analyse_wikiqa(judge, load(args.data / "wikiqa_ranked_dev.jsonl"))
+    wq_raw = load(args.data / "wikiqa_ranked_dev.jsonl")
+    wq = analyse_wikiqa(judge, wq_raw)
+    misses = retrieval_misses(judge, wq_raw, args.folds)
     print(f"analysed {len(rt)} + {len(wq)} rows in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
     save_embeddings()
 
@@ -517,14 +576,25 @@ def main(argv: list[str] | None = None) -> int:
         scores = ctx_oof(wq, wq_fold, names)
         ctx[name] = ranking(wq, scores)
         ctx[name]["auc"] = stats.roc_auc(flat_labels, [s for row in scores for s in row])
-    nested_scores, ctx_chosen = nested_context(wq, args.folds, CTX_CANDIDATES)
-    ctx["NESTED (selection inside folds)"] = ranking(wq, nested_scores)
-    ctx["NESTED (selection inside folds)"]["auc"] = stats.roc_auc(flat_labels, [s for r in nested_scores for s in r])
+    # the previous protocol (WikiQA rows only), then with the synthetic retrieval misses (what ships)
+    for r, m in zip(wq, misses, strict=True):
+        r.miss_features = m
+    plain_scores, plain_miss, plain_thr, _ = nested_context(wq, args.folds, CTX_CANDIDATES, with_misses=False)
+    ctx["NESTED, WikiQA rows only (before)"] = ranking(wq, plain_scores)
+    ctx["NESTED, WikiQA rows only (before)"]["auc"] = stats.roc_auc(flat_labels, [s for r in plain_scores for s in r])
+    detection = {"NESTED, WikiQA rows only (before)": miss_detection(wq, plain_scores, plain_miss, plain_thr)}
+    nested_scores, nested_miss, nested_thr, ctx_chosen = nested_context(wq, args.folds, CTX_CANDIDATES)
+    ctx["NESTED + synthetic retrieval misses"] = ranking(wq, nested_scores)
+    ctx["NESTED + synthetic retrieval misses"]["auc"] = stats.roc_auc(
+        flat_labels, [s for r in nested_scores for s in r]
+    )
+    detection["NESTED + synthetic retrieval misses"] = miss_detection(wq, nested_scores, nested_miss, nested_thr)
+    report["context_verdicts"] = detection
     boot = max(args.bootstrap, 1)
     base_ci = ranking_report([r.labels for r in wq], [[f["best_cos"] for f in r.features] for r in wq], 5, boot, SEED)
     nest_ci = ranking_report([r.labels for r in wq], nested_scores, 5, boot, SEED)
     ctx["baseline: plain cosine"]["map_ci95"] = base_ci["map"]["ci95"]
-    ctx["NESTED (selection inside folds)"]["map_ci95"] = nest_ci["map"]["ci95"]
+    ctx["NESTED + synthetic retrieval misses"]["map_ci95"] = nest_ci["map"]["ci95"]
     print(f"MAP 95% CI (bootstrap over questions): plain cosine {base_ci['map']['ci95']}, "
           f"nested judge {nest_ci['map']['ci95']}", file=sys.stderr)
     report["context"] = ctx
@@ -534,6 +604,11 @@ def main(argv: list[str] | None = None) -> int:
     for name, m in ctx.items():
         print(f"{name:44s} {m['map']:6.3f} {m['mrr']:6.3f} {m['ndcg@5']:7.3f} {m.get('auc', math.nan):6.3f}")
     print(f"nested choices per outer fold: {ctx_chosen}")
+    print("\nverdicts at the fold's threshold: relevant/irrelevant sentences judged relevant, top context "
+          "judged relevant; synthetic misses: mean context precision, share flagged (< 0.5)")
+    for name, d in detection.items():
+        print(f"{name:44s} {d['relevant_judged_relevant']:6.3f} {d['irrelevant_judged_relevant']:6.3f} "
+              f"{d['top_context_judged_relevant']:6.3f} | {d['miss_mean_precision']:6.3f} {d['miss_flagged']:6.3f}")
 
     if args.write_coefficients:
         # The shipped model: the same selection, run on all rows, then fitted on all rows.
@@ -549,7 +624,7 @@ def main(argv: list[str] | None = None) -> int:
         _, cname, ctx_names = max(maps, key=lambda t: t[0])
         ctx_model = ctx_fit(wq, ctx_names)
         ctx_oof_all = ctx_oof(wq, wq_all, ctx_names)
-        ctx_thr, _ = stats.best_threshold(flat_labels, [s for r in ctx_oof_all for s in r])
+        ctx_thr = ctx_threshold(wq, ctx_oof_all, ctx_oof(wq, wq_all, ctx_names, misses=True))
         assert claim_model is not None
         write_coefficients(claim_model, answer_model, ctx_model, faith_thr, ctx_thr)
         report["shipped"] = {

@@ -34,25 +34,25 @@ ANSWER_WEIGHTS: dict[str, float] = {
 
 # Per-context relevance to the question, fitted on WikiQA sentence labels.
 CONTEXT_WEIGHTS: dict[str, float] = {
-    "bias": -4.384659,
-    "best_cos": 1.973596,
-    "cos_gap": 2.670626,
-    "specific_cos": 2.272252,
-    "focus_cos": -0.500623,
-    "focus_gap": 3.139313,
-    "question_coverage": -2.750298,
-    "coverage_gap": 0.732626,
-    "idf_coverage": 2.635127,
-    "question_entity_coverage": -0.072808,
-    "answer_type_match": 0.492494,
-    "definition": 0.794109,
-    "length": 4.166152,
-    "pronoun_start": 0.172894,
+    "bias": -7.64414,
+    "best_cos": 6.172476,
+    "cos_gap": -0.797275,
+    "specific_cos": 1.836051,
+    "focus_cos": -0.112345,
+    "focus_gap": 2.58294,
+    "question_coverage": -1.740873,
+    "coverage_gap": 0.450978,
+    "idf_coverage": 1.845493,
+    "question_entity_coverage": -0.337383,
+    "answer_type_match": 0.524672,
+    "definition": 0.721768,
+    "length": 4.205619,
+    "pronoun_start": 0.189435,
 }
 
 # Best balanced-accuracy thresholds on the fitting data (out-of-fold ones are in docs/judges.md).
 FAITHFULNESS_THRESHOLD = 0.5867
-CONTEXT_THRESHOLD = 0.1448
+CONTEXT_THRESHOLD = 0.1111
 
 # Answer relevancy: cosine(question, answer) mapped linearly onto [0, 1] between these
 # (not fitted: the dev data has no answer-relevance labels).

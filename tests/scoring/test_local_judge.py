@@ -101,6 +101,24 @@ def test_irrelevant_contexts_lower_context_precision(judge: LocalJudge) -> None:
     assert miss.faithfulness < hit.faithfulness
 
 
+def test_same_domain_retrieval_miss_gets_low_context_precision(judge: LocalJudge) -> None:
+    # Every context comes from the right knowledge base but none addresses the question: the
+    # relevance model must judge them on an absolute scale, not only against each other.
+    # (Before the fit saw synthetic retrieval misses this trace got context precision 0.5.)
+    wrong_topic = [
+        "Our mobile app lets you freeze a lost card instantly and order a replacement card.",
+        "Branch opening hours are 9 am to 5 pm on weekdays; some branches also open on Saturday mornings.",
+        "To report fraud, call the 24-hour hotline and never share your PIN with anyone.",
+    ]
+    answer = "A Northwind Bank savings account pays 2.5% interest per year."
+    miss = judge.score_sync(BANK_QUESTION, wrong_topic, answer)
+    hit = judge.score_sync(BANK_QUESTION, BANK_CONTEXTS, answer)
+    assert miss.context_precision is not None and hit.context_precision is not None
+    assert miss.context_precision < 0.5 <= hit.context_precision
+    assert miss.details["irrelevant_contexts"] == [0, 1, 2]
+    assert miss.details["context_precision_reason"]
+
+
 def test_missing_parts_give_none(judge: LocalJudge) -> None:
     no_answer = judge.score_sync(QUESTION, CONTEXTS, None)
     assert no_answer.faithfulness is None and no_answer.answer_relevancy is None
