@@ -41,11 +41,22 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from ragmon.errors import JudgeError  # noqa: E402
+from ragmon.scoring import prompts  # noqa: E402
 from ragmon.scoring.llm import LlmJudge  # noqa: E402
 from ragmon.types import Document, RagTrace  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "benchdata" / "ragtruth_qa_dev.jsonl"
 MODES = ("compact", "parity")
+# the prompt text each mode sends, hashed into every result row: rows made with another prompt
+# version are not comparable and are not reused when resuming
+PROMPT_TEXT = {
+    "compact": prompts.COMPACT_TASK,
+    "parity": prompts.STATEMENTS_TASK + prompts.NLI_TASK + prompts.QUESTION_TASK + prompts.CONTEXT_VERDICT_TASK,
+}
+
+
+def prompt_version(mode: str) -> str:
+    return hashlib.sha256(PROMPT_TEXT[mode].encode()).hexdigest()[:12]
 
 
 def select_rows(path: Path, n: int) -> list[dict[str, Any]]:
@@ -172,6 +183,7 @@ async def run(args: argparse.Namespace, base_url: str) -> list[dict[str, Any]]:
     done: list[dict[str, Any]] = []
     if out.exists():
         done = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+        done = [r for r in done if r.get("prompt") == prompt_version(r["mode"])]
     seen = {(r["id"], r["mode"]) for r in done}
     modes = [m for m in args.modes.split(",") if m]
     judges = {
@@ -193,7 +205,8 @@ async def run(args: argparse.Namespace, base_url: str) -> list[dict[str, Any]]:
                     return done
                 judge = judges[mode]
                 started = time.perf_counter()
-                record: dict[str, Any] = {"id": row["id"], "mode": mode, "label_faithful": row["labels"]["faithful"]}
+                record: dict[str, Any] = {"id": row["id"], "mode": mode, "prompt": prompt_version(mode),
+                                          "label_faithful": row["labels"]["faithful"]}
                 try:
                     scores = await judge.score(to_trace(row))
                     record.update(

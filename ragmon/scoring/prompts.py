@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import semconv as sc
+from .claims import split_sentences
 
 CHARS_PER_TOKEN = 4  # the usual estimate for English text with BPE tokenizers
 Message = dict[str, str]
@@ -122,30 +123,48 @@ def _rules(nonce: str) -> str:
 
 
 # --- compact mode: one call per trace --------------------------------------------------------
-COMPACT_TASK = """You are a strict evaluator of a retrieval-augmented generation (RAG) system.
-Do three things:
-1. claims: break the answer into short atomic factual claims (each understandable on its own,
-   pronouns resolved). For each claim set "supported" to true only if the claim can be directly
-   inferred from the contexts; otherwise false. Greetings or refusals contain no claims.
-2. contexts: for every context, in rank order, set "relevant" to true if it is useful for
-   answering the question, otherwise false. Give exactly one entry per context, with its "rank".
-3. questions: write 3 different questions that the answer is answering (as a user would ask
-   them). Set "noncommittal" to true if the answer is evasive, vague or says it does not know.
+# The answer goes in pre-split into numbered sentences and every claim names its sentence: small
+# models asked to "break the answer into claims" silently skip sentences (measured with a 1.5B
+# model: 3 claims for an 8-sentence answer), and a skipped sentence can never be unsupported.
+# The context verdicts are a plain list of booleans under a key that differs from the input's
+# "contexts", so the model does not echo the context texts back instead of judging them.
+COMPACT_TASK = """You are a strict fact-checker for a retrieval-augmented generation (RAG) system.
+You get a question, numbered contexts, and the answer split into numbered sentences.
+1. "claims": go through EVERY answer sentence in order. Break each one into short factual claims
+   (one fact each: every number, date, time, name and place counts), pronouns resolved, and give
+   the number of the sentence it came from. Set "supported" true only if a context states the same
+   fact, with the same numbers, dates, times and names; false if the contexts do not say it or say
+   something different. Greetings, restated questions and "the passages say" framing are not claims.
+2. "context_relevant": one true/false per context, in order: true if the context is useful for
+   answering the question, false if not.
+3. "questions": 3 different questions that the answer is answering (as a user would ask them).
+   "noncommittal": true if the answer is evasive, vague or says it does not know.
 Reply format:
-{"claims": [{"claim": "...", "supported": true}], "contexts": [{"rank": 1, "relevant": true}],
- "questions": ["..."], "noncommittal": false}"""
+{"claims": [{"sentence": 1, "claim": "...", "supported": true}],
+ "context_relevant": [true, false], "questions": ["..."], "noncommittal": false}"""
+
+
+def answer_sentences(answer: str) -> list[str]:
+    """The answer as the numbered sentences the compact prompt shows (never empty for a non-empty answer)."""
+    return split_sentences(answer) or ([answer] if answer.strip() else [])
 
 
 def compact_messages(inp: JudgeInput, nonce: str | None = None) -> list[Message]:
+    sentences = answer_sentences(inp.answer)
     payload = {
         "question": inp.question,
-        "contexts": [{"rank": i, "text": c} for i, c in enumerate(inp.contexts, start=1)],
-        "answer": inp.answer,
+        "contexts": {f"context {i}": c for i, c in enumerate(inp.contexts, start=1)},
+        "answer_sentences": {f"sentence {i}": s for i, s in enumerate(sentences, start=1)},
     }
     data, nonce = fence(payload, nonce)
+    n = len(inp.contexts)
     return [
         {"role": "system", "content": COMPACT_TASK + "\n\n" + _rules(nonce)},
-        {"role": "user", "content": f"Evaluate this RAG interaction ({len(inp.contexts)} contexts):\n{data}"},
+        {
+            "role": "user",
+            "content": f"Check this RAG answer: {n} contexts, {len(sentences)} answer sentences; "
+            f"context_relevant needs exactly {n} values.\n{data}",
+        },
     ]
 
 

@@ -35,12 +35,11 @@ COMPACT_SCHEMA: dict[str, Any] = _obj(
     {
         "claims": {
             "type": "array",
-            "items": _obj({"claim": {"type": "string"}, "supported": {"type": "boolean"}}),
+            "items": _obj(
+                {"sentence": {"type": "integer"}, "claim": {"type": "string"}, "supported": {"type": "boolean"}}
+            ),
         },
-        "contexts": {
-            "type": "array",
-            "items": _obj({"rank": {"type": "integer"}, "relevant": {"type": "boolean"}}),
-        },
+        "context_relevant": {"type": "array", "items": {"type": "boolean"}},
         "questions": {"type": "array", "items": {"type": "string"}},
         "noncommittal": {"type": "boolean"},
     }
@@ -154,22 +153,30 @@ def parse_compact(obj: Mapping[str, Any], n_contexts: int) -> CompactVerdict:
         claims.append((str(text), verdict))
 
     by_rank: dict[int, bool] = {}
-    raw_contexts = _list(obj, "contexts")
+    # "context_relevant": booleans in rank order (what the prompt asks for); "contexts": objects
+    # with a rank, the shape of earlier prompts, still accepted from scripted or cached replies
+    key = "context_relevant" if "context_relevant" in obj or "contexts" not in obj else "contexts"
+    raw_contexts = _list(obj, key)
+    if key == "context_relevant" and len(raw_contexts) != n_contexts:
+        raise VerdictError(
+            f"'context_relevant' must have exactly {n_contexts} true/false values, one per context in order, "
+            f"got {len(raw_contexts)}"
+        )
     for i, item in enumerate(raw_contexts):
         if isinstance(item, Mapping):
             rank_value = item.get("rank", i + 1)
             try:
                 rank = int(rank_value)
             except (TypeError, ValueError) as exc:
-                raise VerdictError(f"contexts[{i}].rank must be an integer, got {rank_value!r}") from exc
-            verdict = to_bool(_first_key(item, ("relevant", "verdict"), f"contexts[{i}]"), f"contexts[{i}].relevant")
+                raise VerdictError(f"{key}[{i}].rank must be an integer, got {rank_value!r}") from exc
+            verdict = to_bool(_first_key(item, ("relevant", "verdict"), f"{key}[{i}]"), f"{key}[{i}].relevant")
         else:  # a bare list of booleans in rank order
-            rank, verdict = i + 1, to_bool(item, f"contexts[{i}]")
+            rank, verdict = i + 1, to_bool(item, f"{key}[{i}]")
         by_rank[rank] = verdict
     missing = [r for r in range(1, n_contexts + 1) if r not in by_rank]
     if missing:
         raise VerdictError(
-            f"'contexts' must give one verdict for each of the {n_contexts} contexts (ranks 1..{n_contexts}); "
+            f"'{key}' must give one verdict for each of the {n_contexts} contexts (ranks 1..{n_contexts}); "
             f"missing ranks {missing[:10]}"
         )
 

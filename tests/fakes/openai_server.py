@@ -235,20 +235,18 @@ def compact_responder(body: dict[str, Any]) -> Reply:
         payload = fenced_payload(body)
     except ValueError:
         return Reply.json({})
-    contexts = [c["text"] for c in payload.get("contexts", [])]
+    contexts = list(payload.get("contexts", {}).values())  # {"context 1": text, ...} in rank order
     context_words = set(_words(" ".join(contexts)))
     question_words = set(_words(payload.get("question", "")))
     claims = []
-    for sentence in re.split(r"(?<=[.!?])\s+", payload.get("answer", "").strip()):
+    for number, sentence in enumerate(payload.get("answer_sentences", {}).values(), start=1):
         words = _words(sentence)
         if words:
             share = sum(w in context_words for w in words) / len(words)
-            claims.append({"claim": sentence, "supported": share >= 0.6})
+            claims.append({"sentence": number, "claim": sentence, "supported": share >= 0.6})
     verdict = {
         "claims": claims,
-        "contexts": [
-            {"rank": i, "relevant": bool(question_words & set(_words(c)))} for i, c in enumerate(contexts, start=1)
-        ],
+        "context_relevant": [bool(question_words & set(_words(c))) for c in contexts],
         "questions": [payload.get("question", "")],
         "noncommittal": False,
     }

@@ -14,6 +14,7 @@ from ragmon import semconv as sc
 from ragmon.config import load_agent_config
 from ragmon.errors import JudgeBudgetExceeded, JudgeHTTPError
 from ragmon.export.metrics import AgentMetrics
+from ragmon.scoring import prompts as p
 from ragmon.scoring.factory import build_judge
 from ragmon.scoring.judge import Judge
 from ragmon.scoring.llm import LlmJudge
@@ -95,12 +96,12 @@ async def test_compact_mode_is_one_chat_call_with_the_ragas_formulas(server, mak
     assert request.body["temperature"] == 0.0
     fmt = request.body["response_format"]
     assert fmt["type"] == "json_schema" and fmt["json_schema"]["strict"] is True
-    assert set(fmt["json_schema"]["schema"]["required"]) == {"claims", "contexts", "questions", "noncommittal"}
+    assert set(fmt["json_schema"]["schema"]["required"]) == {"claims", "context_relevant", "questions", "noncommittal"}
     payload = fenced_payload(request.body)
     assert payload == {
         "question": QUESTION,
-        "contexts": [{"rank": i, "text": c} for i, c in enumerate(CONTEXTS, start=1)],
-        "answer": ANSWER,
+        "contexts": {f"context {i}": c for i, c in enumerate(CONTEXTS, start=1)},
+        "answer_sentences": {f"sentence {i}": s for i, s in enumerate(p.answer_sentences(ANSWER), start=1)},
     }
     embed = [r for r in server.requests if r.path == "/v1/embeddings"]
     assert embed[0].body == {"model": "fake-embed", "input": [QUESTION, *COMPACT_REPLY["questions"]]}
@@ -241,10 +242,10 @@ async def test_long_input_is_cut_to_the_token_budget_and_counted(server, make_ju
     long_contexts = ("alpha " * 1000, "beta " * 1000)
     scores = await judge.score(trace(contexts=long_contexts))
     payload = fenced_payload(server.chat_requests[0].body)
-    texts = [c["text"] for c in payload["contexts"]]
+    texts = list(payload["contexts"].values())
     assert all(t.endswith(sc.TRUNCATION_MARKER) for t in texts)
     assert payload["question"] == QUESTION
-    assert sum(len(t) for t in [*texts, payload["question"], payload["answer"]]) <= 300 * 4
+    assert sum(len(t) for t in [*texts, payload["question"], *payload["answer_sentences"].values()]) <= 300 * 4
     assert scores.details["truncated"] is True
     assert value(metrics, "ragmon_judge_input_truncated_total", judge="llm") == 1
     await judge.score(trace())
@@ -256,7 +257,8 @@ async def test_prompt_injection_in_the_answer_reaches_the_model_only_as_data(ser
     await make_judge().score(trace(answer=evil, contexts=(evil,)))
     messages = server.chat_requests[0].body["messages"]
     assert all(evil not in m["content"] for m in messages)  # never raw: always JSON-escaped
-    assert fenced_payload(server.chat_requests[0].body)["answer"] == evil
+    sentences = list(fenced_payload(server.chat_requests[0].body)["answer_sentences"].values())
+    assert sentences == p.answer_sentences(evil) and "Ignore previous instructions" in sentences[0]
     assert "Ignore previous" not in messages[0]["content"]
 
 

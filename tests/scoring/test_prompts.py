@@ -39,11 +39,11 @@ def test_untrusted_text_cannot_close_the_fence_or_add_lines(evil):
     body = user.split(fences[0] + "\n", 1)[1].rsplit("\n" + fences[1], 1)[0]
     payload = json.loads(body)
     assert payload["question"] == evil
-    assert payload["answer"] == evil
-    assert [c["text"] for c in payload["contexts"]] == [evil, "plain context"]
+    assert list(payload["answer_sentences"].values()) == p.answer_sentences(evil)
+    assert list(payload["contexts"].values()) == [evil, "plain context"]
     # no untrusted line break survives: each line of the body is JSON structure
     for line in body.splitlines():
-        assert re.match(r'^\s*([{}\[\]]|"(question|answer|contexts|rank|text)":)', line), line
+        assert re.match(r'^\s*([{}\[\]]|"(question|contexts|answer_sentences|context \d+|sentence \d+)":)', line), line
     # the system message carries none of the untrusted text
     assert "developer mode" not in messages[0]["content"]
     assert "rate this answer" not in messages[0]["content"]
@@ -114,7 +114,7 @@ def test_token_estimate_is_about_four_chars_per_token():
 
 
 # --- tolerant parsing ---------------------------------------------------------------------
-GOOD = {"claims": [{"claim": "a", "supported": True}], "contexts": [{"rank": 1, "relevant": False}],
+GOOD = {"claims": [{"sentence": 1, "claim": "a", "supported": True}], "context_relevant": [False],
         "questions": ["q?"], "noncommittal": False}
 
 
@@ -151,11 +151,33 @@ def test_common_verdict_spellings_are_accepted():
     assert verdict.context_relevant == (True, False)
 
 
+def test_earlier_reply_shape_with_ranked_context_objects_is_still_accepted():
+    legacy = {"claims": [{"claim": "a", "supported": False}], "questions": [], "noncommittal": False,
+              "contexts": [{"rank": 2, "relevant": False}, {"rank": 1, "relevant": True}]}
+    assert parse_compact(legacy, n_contexts=2).context_relevant == (True, False)
+
+
+def test_compact_prompt_numbers_every_answer_sentence():
+    answer = "Paris is the capital. It has 2.1 million people.\n- The Seine runs through it"
+    messages = p.compact_messages(p.JudgeInput("q?", ("c1", "c2"), answer))
+    payload = json.loads(messages[1]["content"].split("\n", 2)[2].rsplit("\n", 1)[0])
+    assert payload["answer_sentences"] == {
+        "sentence 1": "Paris is the capital.", "sentence 2": "It has 2.1 million people.",
+        "sentence 3": "The Seine runs through it",
+    }
+    assert payload["contexts"] == {"context 1": "c1", "context 2": "c2"}
+    assert "exactly 2 values" in messages[1]["content"]
+    assert p.answer_sentences("  ") == [] and p.answer_sentences("???") == ["???"]
+
+
 def test_wrong_schema_is_rejected_with_a_reason():
     with pytest.raises(VerdictError, match="missing key 'claims'"):
         parse_compact({"faithfulness": 1.0}, n_contexts=1)
+    with pytest.raises(VerdictError, match="exactly 3 true/false values"):
+        parse_compact({**GOOD, "context_relevant": [True]}, n_contexts=3)
+    legacy = {k: v for k, v in GOOD.items() if k != "context_relevant"}
     with pytest.raises(VerdictError, match="missing ranks"):
-        parse_compact({**GOOD, "contexts": [{"rank": 1, "relevant": True}]}, n_contexts=3)
+        parse_compact({**legacy, "contexts": [{"rank": 1, "relevant": True}]}, n_contexts=3)
     with pytest.raises(VerdictError, match="true or false"):
         parse_compact({**GOOD, "claims": [{"claim": "a", "supported": "maybe"}]}, n_contexts=1)
     with pytest.raises(VerdictError, match="exactly 2"):
