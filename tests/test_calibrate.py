@@ -137,3 +137,38 @@ def test_calibrate_llm_needs_endpoint(labelled_file: Path, capsys: pytest.Captur
     monkeypatch.delenv("RAGMON_JUDGE_MODEL", raising=False)
     assert main(["calibrate", str(labelled_file), "--judge", "llm"]) == 2
     assert "--judge-base-url" in capsys.readouterr().err
+
+
+async def test_calibrate_llm_judge_over_real_http(labelled_file: Path, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--judge llm`` against the OpenAI-protocol test server: every row is judged over HTTP, a
+    row whose reply stays invalid after the repair attempt is counted as failed, the rest reported."""
+    import asyncio
+
+    from tests.fakes.openai_server import FakeOpenAI, Reply, fenced_payload
+
+    monkeypatch.delenv("RAGMON_JUDGE_API_KEY", raising=False)
+    out = tmp_path / "llm.json"
+    async with FakeOpenAI() as server:
+        # the first row's compact call and its one repair attempt both get prose, not JSON
+        server.enqueue(Reply.text("It looks faithful to me."), Reply.text("Still not JSON, sorry."))
+        rc = await asyncio.to_thread(
+            main, ["calibrate", str(labelled_file), "--judge", "llm", "--judge-base-url", server.base_url,
+                   "--judge-model", "judge-model", "--out", str(out), "--bootstrap", "20", "--concurrency", "1",
+                   "--no-progress"],
+        )
+        chats = server.chat_requests
+    assert rc == 0
+    report = json.loads(out.read_text())
+    assert report["judge"] == "llm"
+    assert report["rows_failed"] == 1 and report["rows_scored"] == 6
+    assert "invalid_reply" in json.dumps(report["failed"])
+    # 7 rows, one of them repaired once: 8 chat calls, each carrying one fenced row
+    assert len(chats) == 8
+    questions = {fenced_payload(c.body)["question"] for c in chats}
+    assert questions == {r["question"] for r in GOOD_ROWS}
+    assert all(c.body["model"] == "judge-model" for c in chats)
+    faith = report["metrics"]["faithfulness"]
+    assert faith["n"] == 5  # the failed row is not in the statistics
+    scored = [r for r in report["rows"] if r["labels"]["faithful"] is not None]
+    assert all(0.0 <= r["scores"]["faithfulness"] <= 1.0 for r in scored)
