@@ -53,12 +53,12 @@ from .budget import Reservation, TokenBudget
 from .cache import TtlCache, content_key
 from .resilience import Backoff, CircuitBreaker, RateLimiter, parse_retry_after
 from .verdicts import (
-    COMPACT_SCHEMA,
     CONTEXT_VERDICT_SCHEMA,
     NLI_SCHEMA,
     QUESTION_SCHEMA,
     STATEMENTS_SCHEMA,
     VerdictError,
+    compact_schema,
     extract_json,
     parse_compact,
     parse_context_verdict,
@@ -258,7 +258,7 @@ class LlmJudge:
     async def _score_compact(self, inp: p.JudgeInput, usage: _Usage) -> Scores:
         n = len(inp.contexts)
         verdict = await self._json_call(
-            p.compact_messages(inp), "rag_judgement", COMPACT_SCHEMA, lambda o: parse_compact(o, n), usage
+            p.compact_messages(inp), "rag_judgement", compact_schema(n), lambda o: parse_compact(o, n), usage
         )
         claim_verdicts = [v for _, v in verdict.claims]
         relevancy = await self._answer_relevancy(inp.question, verdict.questions, verdict.noncommittal, usage)

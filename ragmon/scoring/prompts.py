@@ -126,8 +126,9 @@ def _rules(nonce: str) -> str:
 # The answer goes in pre-split into numbered sentences and every claim names its sentence: small
 # models asked to "break the answer into claims" silently skip sentences (measured with a 1.5B
 # model: 3 claims for an 8-sentence answer), and a skipped sentence can never be unsupported.
-# The context verdicts are a plain list of booleans under a key that differs from the input's
-# "contexts", so the model does not echo the context texts back instead of judging them.
+# The context verdicts are keyed by the same names as the input ("context 1", ...), under a key
+# that differs from the input's "contexts": the model neither has to count (a 1.5B model gave 2
+# values for 3 contexts) nor echoes the context texts back instead of judging them.
 COMPACT_TASK = """You are a strict fact-checker for a retrieval-augmented generation (RAG) system.
 You get a question, numbered contexts, and the answer split into numbered sentences.
 1. "claims": go through EVERY answer sentence in order. Break each one into short factual claims
@@ -135,13 +136,13 @@ You get a question, numbered contexts, and the answer split into numbered senten
    the number of the sentence it came from. Set "supported" true only if a context states the same
    fact, with the same numbers, dates, times and names; false if the contexts do not say it or say
    something different. Greetings, restated questions and "the passages say" framing are not claims.
-2. "context_relevant": one true/false per context, in order: true if the context is useful for
+2. "context_relevant": for every context by its name, true if the context is useful for
    answering the question, false if not.
 3. "questions": 3 different questions that the answer is answering (as a user would ask them).
    "noncommittal": true if the answer is evasive, vague or says it does not know.
 Reply format:
 {"claims": [{"sentence": 1, "claim": "...", "supported": true}],
- "context_relevant": [true, false], "questions": ["..."], "noncommittal": false}"""
+ "context_relevant": {"context 1": true, "context 2": false}, "questions": ["..."], "noncommittal": false}"""
 
 
 def answer_sentences(answer: str) -> list[str]:
@@ -163,7 +164,7 @@ def compact_messages(inp: JudgeInput, nonce: str | None = None) -> list[Message]
         {
             "role": "user",
             "content": f"Check this RAG answer: {n} contexts, {len(sentences)} answer sentences; "
-            f"context_relevant needs exactly {n} values.\n{data}",
+            f"context_relevant needs a verdict for each of context 1..{n}.\n{data}",
         },
     ]
 

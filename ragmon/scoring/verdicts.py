@@ -31,19 +31,23 @@ def _obj(properties: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-COMPACT_SCHEMA: dict[str, Any] = _obj(
-    {
-        "claims": {
-            "type": "array",
-            "items": _obj(
-                {"sentence": {"type": "integer"}, "claim": {"type": "string"}, "supported": {"type": "boolean"}}
-            ),
-        },
-        "context_relevant": {"type": "array", "items": {"type": "boolean"}},
-        "questions": {"type": "array", "items": {"type": "string"}},
-        "noncommittal": {"type": "boolean"},
-    }
-)
+def compact_schema(n_contexts: int) -> dict[str, Any]:
+    """The compact reply's schema; context verdicts are named per context, so it is built per trace."""
+    return _obj(
+        {
+            "claims": {
+                "type": "array",
+                "items": _obj(
+                    {"sentence": {"type": "integer"}, "claim": {"type": "string"}, "supported": {"type": "boolean"}}
+                ),
+            },
+            "context_relevant": _obj({f"context {i}": {"type": "boolean"} for i in range(1, n_contexts + 1)}),
+            "questions": {"type": "array", "items": {"type": "string"}},
+            "noncommittal": {"type": "boolean"},
+        }
+    )
+
+
 STATEMENTS_SCHEMA: dict[str, Any] = _obj({"statements": {"type": "array", "items": {"type": "string"}}})
 NLI_SCHEMA: dict[str, Any] = _obj(
     {
@@ -153,31 +157,35 @@ def parse_compact(obj: Mapping[str, Any], n_contexts: int) -> CompactVerdict:
         claims.append((str(text), verdict))
 
     by_rank: dict[int, bool] = {}
-    # "context_relevant": booleans in rank order (what the prompt asks for); "contexts": objects
-    # with a rank, the shape of earlier prompts, still accepted from scripted or cached replies
+    # "context_relevant": {"context 1": true, ...} (what the prompt asks for) or booleans in rank
+    # order; "contexts": objects with a rank, the shape of earlier prompts, still accepted
     key = "context_relevant" if "context_relevant" in obj or "contexts" not in obj else "contexts"
-    raw_contexts = _list(obj, key)
-    if key == "context_relevant" and len(raw_contexts) != n_contexts:
-        raise VerdictError(
-            f"'context_relevant' must have exactly {n_contexts} true/false values, one per context in order, "
-            f"got {len(raw_contexts)}"
-        )
-    for i, item in enumerate(raw_contexts):
-        if isinstance(item, Mapping):
-            rank_value = item.get("rank", i + 1)
-            try:
-                rank = int(rank_value)
-            except (TypeError, ValueError) as exc:
-                raise VerdictError(f"{key}[{i}].rank must be an integer, got {rank_value!r}") from exc
-            verdict = to_bool(_first_key(item, ("relevant", "verdict"), f"{key}[{i}]"), f"{key}[{i}].relevant")
-        else:  # a bare list of booleans in rank order
-            rank, verdict = i + 1, to_bool(item, f"{key}[{i}]")
-        by_rank[rank] = verdict
+    if key not in obj:
+        raise VerdictError(f"missing key {key!r}")
+    raw = obj[key]
+    if isinstance(raw, Mapping):
+        for name, value in raw.items():
+            rank = _context_rank(name)
+            if rank is None:
+                raise VerdictError(f"{key} keys must be 'context 1'..'context {n_contexts}', got {name!r}")
+            by_rank[rank] = to_bool(value, f"{key}[{name!r}]")
+    else:
+        for i, item in enumerate(_list(obj, key)):
+            if isinstance(item, Mapping):
+                rank_value = item.get("rank", i + 1)
+                try:
+                    rank = int(rank_value)
+                except (TypeError, ValueError) as exc:
+                    raise VerdictError(f"{key}[{i}].rank must be an integer, got {rank_value!r}") from exc
+                verdict = to_bool(_first_key(item, ("relevant", "verdict"), f"{key}[{i}]"), f"{key}[{i}].relevant")
+            else:  # a bare list of booleans in rank order
+                rank, verdict = i + 1, to_bool(item, f"{key}[{i}]")
+            by_rank[rank] = verdict
     missing = [r for r in range(1, n_contexts + 1) if r not in by_rank]
     if missing:
         raise VerdictError(
-            f"'{key}' must give one verdict for each of the {n_contexts} contexts (ranks 1..{n_contexts}); "
-            f"missing ranks {missing[:10]}"
+            f"'{key}' must give one verdict for each of the {n_contexts} contexts (context 1..{n_contexts}); "
+            f"missing {', '.join(f'context {r}' for r in missing[:10])}"
         )
 
     questions = tuple(str(q).strip() for q in _list(obj, "questions") if str(q).strip())
@@ -188,6 +196,15 @@ def parse_compact(obj: Mapping[str, Any], n_contexts: int) -> CompactVerdict:
         questions=questions,
         noncommittal=noncommittal,
     )
+
+
+_CONTEXT_NAME = re.compile(r"^\s*(?:context|ctx|rank)?\s*#?\s*(\d+)\s*$", re.IGNORECASE)
+
+
+def _context_rank(name: str) -> int | None:
+    """1 for "context 1" (also "Context 1", "1", "context #1")."""
+    match = _CONTEXT_NAME.match(str(name))
+    return int(match.group(1)) if match else None
 
 
 # --- RAGAS-parity mode -----------------------------------------------------------------------

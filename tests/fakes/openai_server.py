@@ -246,7 +246,9 @@ def compact_responder(body: dict[str, Any]) -> Reply:
             claims.append({"sentence": number, "claim": sentence, "supported": share >= 0.6})
     verdict = {
         "claims": claims,
-        "context_relevant": [bool(question_words & set(_words(c))) for c in contexts],
+        "context_relevant": {
+            f"context {i}": bool(question_words & set(_words(c))) for i, c in enumerate(contexts, start=1)
+        },
         "questions": [payload.get("question", "")],
         "noncommittal": False,
     }
