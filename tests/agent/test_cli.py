@@ -70,3 +70,53 @@ def test_sigterm_stops_gracefully_with_exit_zero():
             proc.kill()
     assert proc.returncode == 0, output
     assert "stopped" in output
+
+
+async def test_agent_process_scores_with_the_llm_judge_given_on_the_command_line(monkeypatch):
+    """`ragmon agent --judge llm --judge-base-url ... --judge-model ...`, as a user runs it: the
+    process judges a trace over real HTTP (OpenAI protocol) and /metrics shows the llm judge's work."""
+    import asyncio
+
+    from tests.fakes.openai_server import FakeOpenAI
+    from tests.helpers.scrape import scrape
+
+    rport, mport = _free_port(), _free_port()
+    async with FakeOpenAI() as server:
+        env = {**os.environ, "RAGMON_JUDGE_API_KEY": "sk-cli-test"}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ragmon", "agent", "--receiver-port", str(rport), "--metrics-port", str(mport),
+             "--judge", "llm", "--judge-base-url", server.base_url, "--judge-model", "cli-model"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+        )
+        try:
+            async def wait_for(predicate, what: str) -> None:
+                deadline = time.monotonic() + 90
+                while time.monotonic() < deadline:
+                    assert proc.poll() is None, proc.communicate()[0]
+                    try:
+                        if await asyncio.to_thread(predicate):
+                            return
+                    except httpx.HTTPError:
+                        pass
+                    await asyncio.sleep(0.2)
+                raise AssertionError(f"timed out waiting for {what}")
+
+            await wait_for(lambda: httpx.get(f"http://127.0.0.1:{mport}/readyz", timeout=1).status_code == 200,
+                           "readiness")
+            traffic = OtlpTraffic(f"http://127.0.0.1:{rport}/v1/traces")
+            await asyncio.to_thread(traffic.send, healthy())
+            await asyncio.to_thread(traffic.close)
+            await wait_for(lambda: scrape(mport).value("ragmon_traces_scored_total", judge="llm") == 1,
+                           "the trace to be scored by the llm judge")
+            metrics = scrape(mport)
+            chats = server.chat_requests
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            output, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, output
+    assert len(chats) == 1 and chats[0].body["model"] == "cli-model"
+    assert chats[0].headers["Authorization"] == "Bearer sk-cli-test"
+    assert "sk-cli-test" not in output  # the key is never logged
+    assert metrics.value("ragmon_judge_requests_total", judge="llm", outcome="ok") >= 1
+    assert metrics.value("ragmon_judge_tokens_total", judge="llm", kind="prompt") > 0
+    assert metrics.value("ragmon_score_ratio_count", judge="llm", metric="faithfulness") == 1
