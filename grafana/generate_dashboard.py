@@ -316,6 +316,37 @@ def diagnosis_rows(lay: Layout) -> None:
         12,
         8,
     )
+    lay.newline()
+    lay.add(
+        timeseries(
+            "User feedback: negative share",
+            [
+                target(
+                    "sum by (service, pipeline) "
+                    f'(rate(ragmon_feedback_total{{{SP}, feedback="negative"}}[$__rate_interval]))'
+                    f" / sum by (service, pipeline) (rate(ragmon_feedback_total{{{SP}}}[$__rate_interval]))",
+                    "{{service}}/{{pipeline}}",
+                    "A",
+                )
+            ],
+            unit="percentunit",
+            minmax=(0, 1),
+            desc="Share of user feedback events (ragmon.feedback / record_feedback) that are negative: the "
+            "users' own verdict, to read next to the judge's scores. Late feedback is counted too.",
+        ),
+        12,
+        8,
+    )
+    lay.add(
+        timeseries(
+            "User feedback events per second",
+            [target(f"sum by (feedback) (rate(ragmon_feedback_total{{{SP}}}[$__rate_interval]))", "{{feedback}}", "A")],
+            unit="reqps",
+            desc="How much feedback arrives; a share computed from a handful of events is noise.",
+        ),
+        12,
+        8,
+    )
 
 
 def latency_rows(lay: Layout) -> None:

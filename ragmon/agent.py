@@ -31,7 +31,7 @@ from .ingest.assembler import ClosedTrace, TraceAssembler
 from .ingest.source import SpanSource
 from .scoring.diagnosis import DiagnosisThresholds, diagnose
 from .scoring.judge import Judge
-from .scoring.sampler import SamplingPolicy, judgeable_skip_reason
+from .scoring.sampler import SamplingPolicy, is_negative_feedback, judgeable_skip_reason
 from .types import RagTrace, Scores, SpanRecord
 
 log = logging.getLogger("ragmon.agent")
@@ -216,6 +216,8 @@ class Agent:
             if span.dropped_attributes_count:
                 self.metrics.span_attribute_limit.labels(
                     self.metrics.service_label(span.service_name)).inc()
+            if sc.RAGMON_FEEDBACK in span.attributes:
+                self._count_feedback(span)
             try:
                 closed.extend(self._assembler.add(span, token))
             except Exception:  # one bad span never stops the agent
@@ -391,6 +393,15 @@ class Agent:
                 self._log_once.warning("listener", "score listener raised", exc_info=True)
 
     # ------------------------------------------------------------------ accounting
+    def _count_feedback(self, span: SpanRecord) -> None:
+        # Counted per span, not per trace: feedback often comes after its trace closed (a
+        # record_feedback(trace_id=...) span), when it can no longer change the sampling.
+        value = span.attributes[sc.RAGMON_FEEDBACK]
+        kind = sc.FEEDBACK_NEGATIVE if is_negative_feedback(value) else sc.FEEDBACK_POSITIVE
+        pipeline = span.attributes.get(sc.RAGMON_PIPELINE)
+        service, pipe = self.metrics.labels_sp(span.service_name, pipeline if isinstance(pipeline, str) else None)
+        self.metrics.feedback.labels(service, pipe, kind).inc()
+
     def _count_skip(self, trace: RagTrace, reason: str) -> None:
         service, pipeline = self.metrics.labels_sp(trace.service, trace.pipeline)
         self.metrics.traces_skipped.labels(service, pipeline, reason).inc()

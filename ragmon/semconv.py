@@ -141,6 +141,7 @@ M_JUDGE_CIRCUIT_OPEN: Final = "ragmon_judge_circuit_open"  # gauge {judge}: 1 wh
 M_JUDGE_BUDGET_REMAINING: Final = "ragmon_judge_budget_remaining_tokens"  # gauge {window}
 M_DIAGNOSIS: Final = "ragmon_diagnosis"  # counter {service, pipeline, verdict}
 M_DEDUP_HITS: Final = "ragmon_traces_duplicate"  # counter {service, pipeline}
+M_FEEDBACK: Final = "ragmon_feedback"  # counter {service, pipeline, feedback}: user feedback spans
 M_KAFKA_MESSAGES: Final = "ragmon_kafka_messages_consumed"  # counter {topic}
 M_KAFKA_LAG: Final = "ragmon_kafka_consumer_lag_messages"  # gauge {topic, partition}
 M_KAFKA_COMMITS: Final = "ragmon_kafka_commits"  # counter {outcome}
@@ -148,6 +149,9 @@ M_KAFKA_REBALANCES: Final = "ragmon_kafka_rebalances"  # counter {kind}
 M_KAFKA_PAUSED: Final = "ragmon_kafka_paused_seconds"  # counter
 M_KAFKA_DEAD_LETTERS: Final = "ragmon_kafka_dead_letters"  # counter {reason}
 M_BUILD_INFO: Final = "ragmon_build"  # info {version}
+
+FEEDBACK_NEGATIVE: Final = "negative"
+FEEDBACK_POSITIVE: Final = "positive"
 
 # --- Label names and their bounded value sets ---------------------------------------------
 L_SERVICE: Final = "service"
@@ -159,6 +163,7 @@ L_OUTCOME: Final = "outcome"
 L_SOURCE: Final = "source"
 L_KIND: Final = "kind"
 L_VERDICT: Final = "verdict"
+L_FEEDBACK: Final = "feedback"  # negative | positive
 L_TOPIC: Final = "topic"
 L_PARTITION: Final = "partition"
 L_WINDOW: Final = "window"

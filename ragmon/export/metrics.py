@@ -85,6 +85,7 @@ class AgentMetrics:
 
         # scores and diagnosis
         self.score = Histogram(sc.M_SCORE, "Judge scores in [0, 1] by metric (faithfulness, answer_relevancy, context_precision).", [*SP, sc.L_JUDGE, sc.L_METRIC], buckets=SCORE_BUCKETS, registry=r)
+        self.feedback = Counter(sc.M_FEEDBACK, "User feedback events (ragmon.feedback on any span, also after the trace closed), negative or positive.", [*SP, sc.L_FEEDBACK], registry=r)
         self.diagnosis = Counter(sc.M_DIAGNOSIS, "Scored traces by diagnosis verdict (ok, retrieval_failure, generation_failure, both).", [*SP, sc.L_VERDICT], registry=r)
 
         # judge

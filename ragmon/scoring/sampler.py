@@ -39,7 +39,7 @@ class SamplingPolicy:
     def decide(self, trace: RagTrace) -> SampleDecision:
         if self.priority_errors and trace.error_type:
             return SampleDecision(True, sc.SAMPLED_PRIORITY_ERROR)
-        if self.priority_feedback and _is_negative(trace.attributes.get(sc.RAGMON_FEEDBACK)):
+        if self.priority_feedback and is_negative_feedback(trace.attributes.get(sc.RAGMON_FEEDBACK)):
             return SampleDecision(True, sc.SAMPLED_PRIORITY_FEEDBACK)
         if (
             self.slow_retrieval_s is not None
@@ -56,7 +56,8 @@ class SamplingPolicy:
         return SampleDecision(False, sc.SKIP_NOT_SAMPLED)
 
 
-def _is_negative(feedback: object) -> bool:
+def is_negative_feedback(feedback: object) -> bool:
+    """"negative"/"thumbs_down"/… , False, or a number <= 0."""
     if feedback is None or isinstance(feedback, bool):
         return feedback is False
     if isinstance(feedback, int | float):

@@ -34,6 +34,7 @@ import httpx
 import pytest
 from prometheus_client import CollectorRegistry
 
+from ragmon import semconv as sc
 from ragmon.agent import Agent
 from ragmon.config import load_agent_config
 from tests.fakes.openai_server import FakeOpenAI, Reply
@@ -108,6 +109,11 @@ async def drive_traffic(agent: Agent, fake: FakeOpenAI) -> list[str]:
             await send(req)
         for i in range(4):
             await send(varied(i))
+        # user feedback on two requests (thumbs down, thumbs up): the feedback panels
+        await send(Request(QUESTION, RELEVANT, "The Pro plan costs 49 dollars.", pipeline=PIPELINE,
+                           extra={sc.RAGMON_FEEDBACK: "negative"}))
+        await send(Request(QUESTION, RELEVANT, "It costs 49 dollars per month.", pipeline=PIPELINE,
+                           extra={sc.RAGMON_FEEDBACK: "positive"}))
         assert await agent.wait_idle(60)
         await asyncio.sleep(SCRAPE_PACING_S)
         fake.enqueue(Reply.error(400))  # exactly one trace in flight: it fails with http_error
