@@ -342,10 +342,12 @@ class Agent:
         trace = closed.trace
         judge_name = self._judge.name
         started = time.perf_counter()
-        # An outer bound in case a judge ignores its own timeouts (each retry has one).
+        # An outer bound in case a judge ignores its own timeouts; none for a judge that bounds
+        # itself (the LLM judge: a 429 with Retry-After may rightly wait longer than this).
         outer_timeout = self.config.judge_timeout_s * (self.config.judge_max_retries + 2)
+        bounded = getattr(self._judge, "bounds_own_duration", False) is True
         try:
-            scores = await asyncio.wait_for(self._judge.score(trace), outer_timeout)
+            scores = await asyncio.wait_for(self._judge.score(trace), None if bounded else outer_timeout)
         except JudgeBudgetExceeded:
             self._count_skip(trace, sc.SKIP_BUDGET)
             self._account(closed)

@@ -21,6 +21,10 @@ class Judge(Protocol):
     #: Bounded label value for the ``judge`` label, e.g. "local" or "llm".
     name: str
 
+    # Optional: a judge whose every wait is bounded by its own settings (request timeouts,
+    # capped retries and Retry-After) sets ``bounds_own_duration = True``; the agent then adds
+    # no outer timeout of its own, which would cut legitimate Retry-After waits short.
+
     async def score(self, trace: RagTrace) -> Scores: ...
 
     async def aclose(self) -> None: ...

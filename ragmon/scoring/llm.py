@@ -105,6 +105,9 @@ class LlmJudge:
     """Scores traces with an LLM behind ``POST {base_url}/chat/completions``."""
 
     name = "llm"
+    # every request has a timeout, retries and Retry-After waits are capped, the rate limiter
+    # never waits for more than a bucket: the agent need not (and must not) cut a trace short
+    bounds_own_duration = True
 
     def __init__(
         self,

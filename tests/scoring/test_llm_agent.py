@@ -92,3 +92,17 @@ async def test_agent_counts_budget_skips_and_judge_failures():
         assert m.value("ragmon_judge_circuit_open", judge="llm") == 1
         received, parts = accounted(m)
         assert received == parts == 3
+
+
+async def test_retry_after_longer_than_the_agents_fallback_bound_is_honoured():
+    """A 429 asking to wait longer than judge_timeout_s x (retries + 2) — the bound the agent puts
+    on judges that do not bound themselves — still ends in a scored trace, not failed{timeout}."""
+    async with FakeOpenAI() as server:
+        server.enqueue(Reply.error(429, retry_after="1"), Reply.error(429, retry_after="1"))
+        async with llm_agent(server, judge_timeout_s=0.2, judge_max_retries=2) as agent:
+            await send(agent, [healthy()])
+            m = await asyncio.to_thread(scrape, agent.metrics_port)
+    assert 2 * 1.0 > 0.2 * (2 + 2)  # the waits exceed the fallback bound
+    assert m.value("ragmon_traces_scored_total", judge="llm") == 1
+    assert m.value("ragmon_traces_failed_total", judge="llm", reason="timeout") == 0
+    assert m.value("ragmon_judge_requests_total", judge="llm", outcome="retry") == 2  # both 429s retried
