@@ -143,6 +143,7 @@ class KafkaBroker:
         self.heap = heap or os.environ.get("RAGMON_KAFKA_HEAP", "512m")
         self.num_partitions = num_partitions
         self.extra = extra or {}
+        self.format_args: list[str] = []  # extra StorageTool format arguments, e.g. --add-scram
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -202,7 +203,8 @@ class KafkaBroker:
         self._write_config()
         cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         result = subprocess.run(
-            self._java("kafka.tools.StorageTool", "format", "-t", cid, "-c", str(self._props), heap="128m"),
+            self._java("kafka.tools.StorageTool", "format", "-t", cid, "-c", str(self._props), *self.format_args,
+                       heap="128m"),
             capture_output=True, text=True, check=False)
         if result.returncode != 0:
             raise BrokerError(f"kafka-storage format failed:\n{result.stdout}{result.stderr}")

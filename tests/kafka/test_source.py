@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import subprocess
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -359,5 +361,73 @@ async def test_sasl_plain_against_a_real_broker(tmp_path) -> None:
             await asyncio.sleep(3)
             assert not source.ready()
         assert denied.spans == []
+    finally:
+        broker.stop()
+
+
+def _self_signed_keystore(directory: Path) -> tuple[Path, Path]:
+    """A broker key pair for 127.0.0.1 (PKCS12, made by the JDK's keytool) and its certificate as
+    PEM, the CA file clients trust."""
+    keystore, ca_pem = directory / "broker.p12", directory / "ca.pem"
+    common = ["-keystore", str(keystore), "-storetype", "PKCS12", "-storepass", "changeit"]
+    subprocess.run(["keytool", "-genkeypair", "-alias", "broker", "-keyalg", "RSA", "-keysize", "2048",
+                    "-dname", "CN=127.0.0.1", "-ext", "SAN=IP:127.0.0.1", "-validity", "2",
+                    "-keypass", "changeit", *common], check=True, capture_output=True)
+    subprocess.run(["keytool", "-exportcert", "-alias", "broker", "-rfc", "-file", str(ca_pem), *common],
+                   check=True, capture_output=True)
+    return keystore, ca_pem
+
+
+async def test_scram_sha_512_over_tls_against_a_real_broker(tmp_path) -> None:
+    """SASL_SSL with SCRAM-SHA-512 (what managed Kafka services use): the SDK exporter and the
+    agent's source authenticate and verify the broker's certificate from their CA file; a wrong
+    password, or a client that does not trust the certificate, is refused and consumes nothing."""
+    from kafka_broker import free_port
+
+    from .conftest import BOOT_TIMEOUT_S, KafkaBroker
+
+    keystore, ca_pem = _self_signed_keystore(tmp_path)
+    tls_port = free_port()
+    broker = KafkaBroker(tmp_path / "kafka-scram-tls")
+    broker.format_args = ["--add-scram", "SCRAM-SHA-512=[name=agent,password=agent-secret]"]
+    broker.extra = {
+        "listeners": f"PLAINTEXT://127.0.0.1:{broker.port},SASL_SSL://127.0.0.1:{tls_port},"
+                     f"CONTROLLER://127.0.0.1:{broker.controller_port}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{broker.port},SASL_SSL://127.0.0.1:{tls_port}",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+        "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config":
+            "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+        "ssl.keystore.type": "PKCS12",
+        "ssl.keystore.location": str(keystore),
+        "ssl.keystore.password": "changeit",
+        "ssl.key.password": "changeit",
+    }
+    broker.start(timeout_s=BOOT_TIMEOUT_S)
+    try:
+        topic, group = "scram-tls-spans", "scram-tls-group"
+        await create_topic(broker.bootstrap, topic, partitions=1)
+        bootstrap = f"127.0.0.1:{tls_port}"
+        traffic = KafkaTraffic(bootstrap, topic, security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-512",
+                               sasl_plain_username="agent", sasl_plain_password="agent-secret",
+                               ssl_cafile=str(ca_pem))
+        try:
+            sent = await send_traces(traffic, 2)
+        finally:
+            traffic.close()
+        settings = {"kafka_security_protocol": "SASL_SSL", "kafka_sasl_mechanism": "SCRAM-SHA-512",
+                    "kafka_sasl_username": "agent"}
+        sink = CollectingSink()
+        async with running_source(bootstrap, topic, group, sink, kafka_sasl_password="agent-secret",
+                                  kafka_ssl_cafile=str(ca_pem), **settings) as (source, _):
+            await eventually(lambda: sink.trace_ids == set(sent), what="spans over SASL_SSL + SCRAM")
+            assert source.ready()
+        for wrong in ({"kafka_sasl_password": "wrong", "kafka_ssl_cafile": str(ca_pem)},  # bad credentials
+                      {"kafka_sasl_password": "agent-secret"}):  # system CAs: the certificate is not trusted
+            denied = CollectingSink()
+            async with running_source(bootstrap, topic, group + "-denied", denied, **settings, **wrong) as (source, _):
+                await asyncio.sleep(3)
+                assert not source.ready()
+            assert denied.spans == []
     finally:
         broker.stop()
