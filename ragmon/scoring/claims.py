@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+import numpy as np
+
 
 def _wordset(text: str) -> frozenset[str]:
     return frozenset(text.split())
@@ -237,6 +239,19 @@ def _vocabulary() -> dict[str, int]:
 
     text = resources.files("ragmon.scoring").joinpath("assets/minilm-tokenizer.json").read_text("utf-8")
     return dict(Tokenizer.from_str(text).get_vocab())
+
+
+@lru_cache(maxsize=1)
+def content_pieces() -> np.ndarray:
+    """For every WordPiece id: does the piece carry content (not a stopword, negation,
+    "the passages say" word, punctuation or special token)? Used for token-level alignment."""
+    skip = STOPWORDS | NEGATIONS | META_WORDS
+    vocab = _vocabulary()
+    mask = np.zeros(max(vocab.values()) + 1, dtype=bool)
+    for piece, i in vocab.items():
+        word = piece[2:] if piece.startswith("##") else piece
+        mask[i] = word.isalnum() and word not in skip and not piece.startswith("[")
+    return mask
 
 
 @lru_cache(maxsize=65536)

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -22,6 +23,16 @@ from ..errors import ModelError
 BUNDLED_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 MAX_TOKENS = 128  # the length all-MiniLM-L6-v2 was trained with
 EMBEDDING_DIM = 384
+
+
+class TokenStates(NamedTuple):
+    """Per-token unit vectors of one text (float16, [CLS]/[SEP] dropped) and their WordPiece ids."""
+
+    vectors: np.ndarray  # (tokens, 384) float16
+    ids: np.ndarray  # (tokens,) int64
+
+
+NO_TOKENS = TokenStates(np.zeros((0, EMBEDDING_DIM), dtype=np.float16), np.zeros(0, dtype=np.int64))
 
 
 def bundled_model_path() -> Path:
@@ -99,17 +110,29 @@ class Embedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Return an (n, 384) float32 array of unit vectors (zeros for empty input)."""
+        return self.embed_with_tokens(texts, tokens=False)[0]
+
+    def embed_with_tokens(
+        self, texts: Sequence[str], *, tokens: bool = True
+    ) -> tuple[np.ndarray, list[TokenStates]]:
+        """Sentence vectors and, from the same forward pass, each text's token states: the
+        unit-normalised last hidden state of every real token except [CLS] and [SEP] (float16,
+        for token-level alignment such as MaxSim), with their WordPiece ids."""
         if not texts:
-            return np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
+            return np.zeros((0, EMBEDDING_DIM), dtype=np.float32), []
         # Sort by length so each batch pads little; restore order at the end.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out = np.zeros((len(texts), EMBEDDING_DIM), dtype=np.float32)
+        states: list[TokenStates] = [NO_TOKENS] * len(texts)
         for start in range(0, len(order), self._batch_size):
             idx = order[start : start + self._batch_size]
-            out[idx] = self._embed_batch([texts[i] or " " for i in idx])
-        return out
+            vecs, batch_states = self._embed_batch([texts[i] or " " for i in idx], tokens)
+            out[idx] = vecs
+            for i, st in zip(idx, batch_states, strict=False):  # empty unless tokens were asked for
+                states[i] = st
+        return out, (states if tokens else [])
 
-    def _embed_batch(self, batch: list[str]) -> np.ndarray:
+    def _embed_batch(self, batch: list[str], tokens: bool = False) -> tuple[np.ndarray, list[TokenStates]]:
         with self._lock:
             encodings = self._tokenizer.encode_batch(batch)
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
@@ -122,7 +145,14 @@ class Embedder:
         weights = mask[:, :, None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+        vecs = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+        states: list[TokenStates] = []
+        if tokens:
+            for row, n in zip(hidden, mask.sum(axis=1), strict=True):
+                inner = row[1 : int(n) - 1]  # drop [CLS] and [SEP]
+                unit = inner / np.clip(np.linalg.norm(inner, axis=1, keepdims=True), 1e-12, None)
+                states.append(TokenStates(unit.astype(np.float16), ids[len(states), 1 : int(n) - 1].copy()))
+        return vecs, states
 
 
 _shared: dict[tuple[str | None, str | None], Embedder] = {}

@@ -12,12 +12,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .claims import TextFacts, rarity, stem, strict_numbers, words
+from .claims import TextFacts, content_pieces, rarity, stem, strict_numbers, words
+from .embedder import TokenStates
 
 TOP_K_EVIDENCE = 3
 NEGATION_MIN_COS = 0.6  # a flipped negation counts only against a sentence about the same thing
 PARAPHRASE_OVERLAP = 0.6
 PARAPHRASE_REVERSE = 0.3
+# A claim token whose contextual MiniLM vector has no context token closer than this counts as
+# new information even when its word occurs (BERTScore-style soft coverage; also catches
+# paraphrase the other way round: a synonym of a context word is *not* novel).
+SOFT_MATCH_MIN_COS = 0.6
 _ABOUT_SOURCES = re.compile(
     r"\b(passages?|contexts?|provided|mention(s|ed)?|documents?|sources?|information)\b", re.IGNORECASE
 )  # evidence window: the k context sentences closest to the claim
@@ -47,6 +52,7 @@ class ClaimEvidence:
     best_overlap: float = 0.0  # share of the claim's words in its best evidence sentence
     best_reverse_overlap: float = 0.0  # share of that sentence's words in the claim
     claim_negated: bool = False  # the claim itself carries the negation
+    soft_novel: int = 0  # content tokens with no close token (in meaning, in context) in the contexts
 
     @property
     def paraphrase(self) -> bool:
@@ -115,10 +121,12 @@ def check_claims(
     sentence_vecs: np.ndarray,
     context_bigrams: set[tuple[str, str]],
     question_tokens: frozenset[str] = frozenset(),
+    soft_novel: Sequence[int] | None = None,
 ) -> list[ClaimEvidence]:
     """Evidence for each claim against all context sentences (vectors are unit-normalised).
 
     Words of the question count as supported: restating the question is not a hallucination.
+    ``soft_novel`` is ``soft_novel_counts`` for the claims (token level), when it was computed.
     """
     if not claims:
         return []
@@ -183,6 +191,48 @@ def check_claims(
                 about_sources=bool(_ABOUT_SOURCES.search(claim)),
                 best_overlap=len(cf.tokens & best_tokens) / n_tok if n_tok else 0.0,
                 best_reverse_overlap=len(cf.tokens & best_tokens) / len(best_tokens) if best_tokens else 0.0,
+                soft_novel=soft_novel[i] if soft_novel is not None else 0,
             )
         )
+    return out
+
+
+def _content(states: TokenStates) -> np.ndarray:
+    mask = content_pieces()
+    keep = mask[np.minimum(states.ids, len(mask) - 1)]
+    return states.vectors[keep]
+
+
+def soft_novel_counts(claims: Sequence[TokenStates], support: Sequence[TokenStates]) -> list[int]:
+    """Per claim: how many of its content tokens have no context token within
+    ``SOFT_MATCH_MIN_COS`` (cosine of contextual token vectors, BERTScore-style)."""
+    pool = [_content(s) for s in support]
+    matrix = np.concatenate([p for p in pool if len(p)] or [np.zeros((0, 1), np.float16)]).astype(np.float32)
+    out = []
+    for c in claims:
+        own = _content(c).astype(np.float32)
+        if not len(own):
+            out.append(0)
+        elif not len(matrix):
+            out.append(len(own))
+        else:
+            out.append(int(((own @ matrix.T).max(axis=1) < SOFT_MATCH_MIN_COS).sum()))
+    return out
+
+
+def maxsim_per_sentence(question: TokenStates, sentences: Sequence[TokenStates]) -> np.ndarray:
+    """ColBERT-style MaxSim of the question against each sentence: the mean over the question's
+    tokens of their best cosine with a token of the sentence (-1 for a sentence without tokens).
+    All tokens count here: "when", "how many" carry what the question asks for."""
+    out = np.full(len(sentences), -1.0)
+    q = question.vectors.astype(np.float32)
+    sizes = [len(s.vectors) for s in sentences]
+    if not len(q) or not sum(sizes):
+        return out
+    sims = q @ np.concatenate([s.vectors for s in sentences if len(s.vectors)]).astype(np.float32).T
+    start = 0
+    for j, n in enumerate(sizes):
+        if n:
+            out[j] = float(sims[:, start : start + n].max(axis=1).mean())
+            start += n
     return out

@@ -40,8 +40,8 @@ from .claims import (
     stem,
     words,
 )
-from .embedder import EMBEDDING_DIM, Embedder
-from .evidence import ClaimEvidence, check_claims
+from .embedder import EMBEDDING_DIM, NO_TOKENS, Embedder, TokenStates
+from .evidence import ClaimEvidence, check_claims, maxsim_per_sentence, soft_novel_counts
 from .formulas import context_precision as rank_weighted_precision
 
 MAX_CONTEXT_SENTENCE_WORDS = 60
@@ -82,34 +82,50 @@ def focus_question(
 
 
 class _VectorCache:
-    """A bounded LRU of sentence -> embedding: retrieved documents recur across requests."""
+    """A bounded LRU of sentence -> (embedding, token states): retrieved documents recur across
+    requests. Bounded by entries and by bytes (token states are ~20x a sentence vector)."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, max_bytes: int = 64 << 20) -> None:
         self._size = size
-        self._data: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._max_bytes = max_bytes
+        self._bytes = 0
+        self._data: OrderedDict[str, _Cached] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get_many(self, texts: Sequence[str]) -> list[np.ndarray | None]:
+    def get_many(self, texts: Sequence[str]) -> list[_Cached | None]:
         if self._size <= 0:
             return [None] * len(texts)
         with self._lock:
-            out: list[np.ndarray | None] = []
+            out: list[_Cached | None] = []
             for t in texts:
-                vec = self._data.get(t)
-                if vec is not None:
+                hit = self._data.get(t)
+                if hit is not None:
                     self._data.move_to_end(t)
-                out.append(vec)
+                out.append(hit)
             return out
 
-    def put_many(self, texts: Sequence[str], vecs: np.ndarray) -> None:
+    def put_many(self, texts: Sequence[str], vecs: np.ndarray, states: Sequence[TokenStates]) -> None:
         if self._size <= 0:
             return
         with self._lock:
-            for t, v in zip(texts, vecs, strict=True):
-                self._data[t] = v
-                self._data.move_to_end(t)
-            while len(self._data) > self._size:
-                self._data.popitem(last=False)
+            for t, v, st in zip(texts, vecs, states, strict=True):
+                old = self._data.pop(t, None)
+                if old is not None:
+                    self._bytes -= _nbytes(old)
+                entry = (v, st)
+                self._data[t] = entry
+                self._bytes += _nbytes(entry)
+            while self._data and (len(self._data) > self._size or self._bytes > self._max_bytes):
+                _, dropped = self._data.popitem(last=False)
+                self._bytes -= _nbytes(dropped)
+
+
+_Cached = tuple[np.ndarray, TokenStates]
+
+
+def _nbytes(entry: _Cached) -> int:
+    vec, st = entry
+    return int(vec.nbytes + st.vectors.nbytes + st.ids.nbytes) + 200  # + key and object overhead
 
 
 _embedders: dict[tuple[str | None, str | None, int], Embedder] = {}
@@ -123,6 +139,19 @@ def _embedder_for(model_path: str | None, sha256: str | None, threads: int) -> E
         if key not in _embedders:
             _embedders[key] = Embedder(model_path, sha256, threads=threads, batch_size=8)
         return _embedders[key]
+
+
+@dataclass(frozen=True, slots=True)
+class _Embedded:
+    """What one trace's embedding pass produced (vectors are unit-normalised)."""
+
+    question_vecs: np.ndarray  # the question, then its topic-free version when there is one
+    claim_vecs: np.ndarray
+    sentence_vecs: np.ndarray  # zeros for sentences left out (see _sentences_to_embed)
+    answer_vec: np.ndarray | None
+    question_tokens: list[TokenStates]
+    claim_tokens: list[TokenStates]
+    sentence_tokens: list[TokenStates]  # empty for sentences left out
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,22 +238,27 @@ class LocalJudge:
 
         focus = focus_question(question, ctx_sentences, sentence_facts) if question else None
         questions = [q for q in (question, focus) if q]
-        question_vecs, claim_vecs, sentence_vecs, answer_vec = self._embed_all(
-            questions, claims, flat_sentences, answer, embed_mask
-        )
-        question_vec = question_vecs[0] if question else None
-        focus_vec = question_vecs[1] if focus else question_vec
+        emb = self._embed_all(questions, claims, flat_sentences, answer, embed_mask)
+        question_vec = emb.question_vecs[0] if question else None
+        focus_vec = emb.question_vecs[1] if focus else question_vec
+        claim_vecs, sentence_vecs = emb.claim_vecs, emb.sentence_vecs
         t2 = time.perf_counter()
 
         context_bigrams: set[tuple[str, str]] = set()
         for s in flat_sentences:
             context_bigrams.update(itertools.pairwise(content_tokens(s)))
+        # the question's words count as supported, as they do lexically
+        support = [*emb.sentence_tokens, *emb.question_tokens[:1]]
         evidence = check_claims(
             claims, claim_facts, claim_tokens, claim_vecs, flat_sentences, sentence_facts,
             sentence_vecs, context_bigrams, question_tokens,
+            soft_novel=soft_novel_counts(emb.claim_tokens, support),
+        )
+        maxsim = (
+            maxsim_per_sentence(emb.question_tokens[0], emb.sentence_tokens) if question else np.zeros(0)
         )
         ctx_features = self._context_features(
-            question, question_vec, focus_vec, ctx_sentences, sentence_facts, sentence_vecs, embed_mask
+            question, question_vec, focus_vec, ctx_sentences, sentence_facts, sentence_vecs, embed_mask, maxsim
         )
         t3 = time.perf_counter()
         self._add_time("split", t1 - t0)
@@ -235,7 +269,7 @@ class LocalJudge:
             evidence=evidence,
             context_features=ctx_features,
             question_vec=question_vec,
-            answer_vec=answer_vec,
+            answer_vec=emb.answer_vec,
             claim_vecs=claim_vecs,
             n_contexts=len(used_contexts),
             contexts_ignored=max(0, len(contexts) - MAX_CONTEXTS),
@@ -278,12 +312,12 @@ class LocalJudge:
     def _embed_all(
         self, questions: list[str], claims: list[str], sentences: list[str], answer: str | None,
         embed_mask: np.ndarray,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    ) -> _Embedded:
         cached = self._cache.get_many(sentences)
-        zero = np.zeros(EMBEDDING_DIM, dtype=np.float32)
+        zero: _Cached = (np.zeros(EMBEDDING_DIM, dtype=np.float32), NO_TOKENS)
         for j, keep in enumerate(embed_mask):
             if not keep and cached[j] is None:
-                cached[j] = zero  # not embedded: cosine 0 with everything
+                cached[j] = zero  # not embedded: cosine 0 with everything, no tokens to align
         missing = [s for s, v in zip(sentences, cached, strict=True) if v is None]
         missing_unique = list(dict.fromkeys(missing))
         batch: list[str] = list(missing_unique)
@@ -291,23 +325,28 @@ class LocalJudge:
         batch.extend(questions)
         claim_start = len(batch)
         batch.extend(claims)
-        vecs = self._embedder.embed(batch)
+        vecs, states = self._embedder.embed_with_tokens(batch)
         fresh = vecs[: len(missing_unique)]
-        self._cache.put_many(missing_unique, fresh)
-        lookup = dict(zip(missing_unique, fresh, strict=True))
-        sentence_vecs = np.array(
-            [v if v is not None else lookup[s] for s, v in zip(sentences, cached, strict=True)],
-            dtype=np.float32,
-        ).reshape(len(sentences), EMBEDDING_DIM)
+        self._cache.put_many(missing_unique, fresh, states[: len(missing_unique)])
+        lookup = {s: (fresh[i], states[i]) for i, s in enumerate(missing_unique)}
+        entries = [v if v is not None else lookup[s] for s, v in zip(sentences, cached, strict=True)]
+        sentence_vecs = np.array([e[0] for e in entries], dtype=np.float32).reshape(len(sentences), EMBEDDING_DIM)
         claim_vecs = vecs[claim_start : claim_start + len(claims)]
-        question_vecs = vecs[q_start:claim_start]
         # The answer as a whole: the normalised mean of its claims (embedding the full answer
         # again would cost a third more and MiniLM would cut it at 128 tokens anyway).
         answer_vec: np.ndarray | None = None
         if answer is not None and len(claims):
             mean = claim_vecs.mean(axis=0)
             answer_vec = mean / max(float(np.linalg.norm(mean)), 1e-12)
-        return question_vecs, claim_vecs, sentence_vecs, answer_vec
+        return _Embedded(
+            question_vecs=vecs[q_start:claim_start],
+            claim_vecs=claim_vecs,
+            sentence_vecs=sentence_vecs,
+            answer_vec=answer_vec,
+            question_tokens=states[q_start:claim_start],
+            claim_tokens=states[claim_start : claim_start + len(claims)],
+            sentence_tokens=[e[1] for e in entries],
+        )
 
     @staticmethod
     def _context_features(
@@ -318,6 +357,7 @@ class LocalJudge:
         sentence_facts: Sequence[TextFacts],
         sentence_vecs: np.ndarray,
         embedded: np.ndarray,
+        maxsim: np.ndarray,
     ) -> list[local_model.ContextFeatures]:
         if question is None or question_vec is None or not ctx_sentences:
             return []
@@ -331,6 +371,7 @@ class LocalJudge:
         specific = question_vec - (question_vec @ centroid) / (norm * norm) * centroid if norm > 0 else question_vec
         specific_norm = float(np.linalg.norm(specific))
         resid = sentence_vecs @ specific / specific_norm if specific_norm > 1e-6 else sims
+        token_sims = np.where(embedded, maxsim, -1.0) if len(maxsim) else np.full(len(sims), -1.0)
         evidence = []
         start = 0
         for sents in ctx_sentences:
@@ -343,6 +384,7 @@ class LocalJudge:
                     best_specific_cos=(
                         float(np.where(embedded, resid, -1.0)[start:stop].max()) if stop > start else 0.0
                     ),
+                    best_maxsim=float(token_sims[start:stop].max()) if stop > start else 0.0,
                     tokens=frozenset().union(*(f.tokens for f in own)),
                     numbers=frozenset().union(*(f.numbers for f in own)),
                     entities=frozenset().union(*(f.entities for f in own)),

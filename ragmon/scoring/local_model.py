@@ -115,6 +115,9 @@ def answer_features(evidence: Sequence[ClaimEvidence], supports: Sequence[float]
         "min_rare_coverage": min(f["rare_coverage"] for f in feats),
         "mean_rare_coverage": sum(f["rare_coverage"] for f in feats) / n,
         "log_rare_novel_total": math.log1p(sum(e.rare_novel for e in evidence)),
+        # token level: content tokens with no close contextual match in the contexts
+        "log_soft_novel_total": math.log1p(sum(e.soft_novel for e in evidence)),
+        "max_soft_novel": min(max(e.soft_novel for e in evidence), 5) / 5.0,
     }
 
 
@@ -138,16 +141,29 @@ def answer_relevancy(whole_cos: float, best_claim_cos: float) -> float:
 # because some are relative to the best context of the same trace.
 ContextFeatures = dict[str, float]
 
+# The on-topic gate reads absolute similarities only: in a retrieval miss every context is
+# off topic, so comparisons with the trace's best context say nothing.
+TOPIC_FEATURES = ["best_cos", "maxsim", "question_coverage", "idf_coverage"]
 CONTEXT_FEATURES = [
     "best_cos", "cos_gap", "specific_cos", "focus_cos", "focus_gap", "question_coverage", "coverage_gap",
     "idf_coverage", "question_entity_coverage", "answer_type_match", "definition", "length", "pronoun_start",
 ]
 
-_DATE_Q = re.compile(r"\b(when|what (year|day|date|month|time|century|decade)|how old|how long ago|born)\b")
+_DATE_Q = re.compile(r"\b(when(?! (to|should|do you|can you)\b)|what (year|day|date|month|time|century|decade)|"
+                     r"how long ago|born)\b")
 _NUMBER_Q = re.compile(r"\b(how (many|much|long|far|tall|big|large|fast|deep|high|old|often)|what (percentage|"
                        r"number|size|height|temperature|population|age))\b")
 _PERSON_Q = re.compile(r"^\s*(who|whom|whose)\b")
 _PLACE_Q = re.compile(r"^\s*where\b")
+# "what county", "which team": the answer is a name the question does not contain
+_NAMED_Q = re.compile(r"\b(what|which)\s+(county|city|state|country|continent|island|team|school|college|"
+                      r"university|company|band|language|party|church|river|ocean|sea|mountain|airport|"
+                      r"station|league|award|province|region|nationality|religion|town|club|brand)\b")
+# "how much did it gross / cost": the answer is an amount of money
+_MONEY_Q = re.compile(r"\bhow much\b.*\b(cost|costs|gross|grossed|earn|earned|make|made|pay|paid|price|worth|"
+                      r"spend|spent|sell|sold|raise|raised|charge)\b|\b(salary|price|cost|budget|revenue)\b")
+_MONEY = re.compile(r"[$£€¥]\s?\d|\b\d[\d,.]*\s*(million|billion|dollars?|pounds?|euros?)\b", re.IGNORECASE)
+_YEAR = re.compile(r"^(1[0-9]{3}|20[0-9]{2})$")
 _DEFINITION_Q = re.compile(r"^\s*(what|who)\s+(is|are|was|were)\b|^\s*(what|who)\b.*\bmean")
 _DEFINITION = re.compile(r"^\W*(?:[\w'’.-]+[\s,()]+){0,8}?(?:is|are|was|were|refers to|means|stands for)\s")
 _YEAR_OR_MONTH = re.compile(
@@ -165,6 +181,7 @@ class ContextEvidence:
     best_cos: float  # best cosine between the question and a sentence of the context
     best_specific_cos: float  # same, with the direction all contexts share removed from the question
     best_focus_cos: float  # same, for the question without the words most contexts share
+    best_maxsim: float  # token-level alignment: mean over question tokens of the best token match
     tokens: frozenset[str]
     numbers: frozenset[str]
     entities: frozenset[str]
@@ -181,16 +198,21 @@ def question_type(question: str) -> str:
         return "person"
     if _PLACE_Q.search(q):
         return "place"
+    if _NAMED_Q.search(q):
+        return "named"
     return "other"
 
 
-def _answer_type_match(qtype: str, ctx: ContextEvidence, question: TextFacts) -> float:
+def _answer_type_match(qtype: str, ctx: ContextEvidence, question: TextFacts, question_text: str) -> float:
     text = " ".join(ctx.sentences)
     if qtype == "date":
         return 1.0 if _YEAR_OR_MONTH.search(text) else 0.0
     if qtype == "number":
-        return 1.0 if ctx.numbers else 0.0
-    if qtype in ("person", "place"):
+        if _MONEY_Q.search(question_text):
+            return 1.0 if _MONEY.search(text) else 0.0
+        # a year is rarely the answer to "how many": count quantities only
+        return 1.0 if any(not _YEAR.match(n) for n in ctx.numbers) else 0.0
+    if qtype in ("person", "place", "named"):
         return 1.0 if (ctx.entities - question.tokens) else 0.0
     return 0.0
 
@@ -218,23 +240,32 @@ def context_features(question_text: str, question: TextFacts, contexts: Sequence
             "best_cos": c.best_cos,
             "specific_cos": c.best_specific_cos,
             "focus_cos": c.best_focus_cos,
+            "maxsim": c.best_maxsim,
             "question_coverage": coverage,
             "idf_coverage": idf_cov,
             "question_entity_coverage": len(ents & c.tokens) / len(ents) if ents else 1.0,
-            "answer_type_match": _answer_type_match(qtype, c, question),
+            "answer_type_match": _answer_type_match(qtype, c, question, question_text.lower()),
             "definition": 1.0 if (definitional and is_definition) else 0.0,
+            # a definition of the topic is a distractor when the question asks something else
+            "definition_distractor": 1.0 if (is_definition and not definitional) else 0.0,
+            "new_entities": min(len(c.entities - q_tokens), 4) / 4.0,
+            "new_information": len(c.tokens - q_tokens) / len(c.tokens) if c.tokens else 0.0,
             "length": min(math.log1p(sum(len(s.split()) for s in c.sentences)) / 5.0, 1.0),
             "pronoun_start": 1.0 if c.sentences and _PRONOUN_START.search(c.sentences[0]) else 0.0,
         })
     best_cos = max(r["best_cos"] for r in raw)
     best_cov = max(r["question_coverage"] for r in raw)
     best_focus = max(r["focus_cos"] for r in raw)
+    best_maxsim = max(r["maxsim"] for r in raw)
     for r in raw:
         r["cos_gap"] = r["best_cos"] - best_cos
         r["focus_gap"] = r["focus_cos"] - best_focus
+        r["maxsim_gap"] = r["maxsim"] - best_maxsim
         r["coverage_gap"] = r["question_coverage"] - best_cov
     return raw
 
 
 def context_relevance(f: ContextFeatures) -> float:
-    return _sigmoid(_linear(coef.CONTEXT_WEIGHTS, f) - _logit(coef.CONTEXT_THRESHOLD))
+    """P(answers the question) x P(on topic at all), centred so that 0.5 is the threshold."""
+    p = _sigmoid(_linear(coef.CONTEXT_WEIGHTS, f)) * _sigmoid(_linear(coef.TOPIC_WEIGHTS, f))
+    return _sigmoid(_logit(p) - _logit(coef.CONTEXT_THRESHOLD))
