@@ -24,6 +24,7 @@ import random
 import re
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -731,9 +732,11 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.write_coefficients:
         # The shipped model: the same selection, run on all rows, then fitted on all rows.
+        # The feature set the nested selection chose most often (reselecting on all rows would
+        # break near-ties between candidates at random and ship something never reported).
         all_fold = group_folds(groups, args.folds, salt="inner:")
-        aucs = [(stats.roc_auc(labels, faith_oof(rt, all_fold, c[1], c[2])), c) for c in FAITH_CANDIDATES]
-        _, (fname, _, answer_names) = max(aucs, key=lambda t: t[0])
+        fname = Counter(chosen).most_common(1)[0][0]
+        answer_names = next(c[2] for c in FAITH_CANDIDATES if c[0] == fname)
         claim_model, _ = fit_faithfulness(rt, local_model.CLAIM_FEATURES, ["min_cos"])
         _, answer_model = fit_faithfulness(rt, local_model.CLAIM_FEATURES, answer_names)
         oof_all = faith_oof(rt, all_fold, local_model.CLAIM_FEATURES, answer_names)

@@ -136,7 +136,7 @@ def check_claims(
         all_tokens |= f.tokens
         all_numbers |= f.numbers
     # (claims, sentences) cosine matrix: the vectors are unit-normalised
-    sims = claim_vecs @ sentence_vecs.T if len(sentences) else np.zeros((len(claims), 0), np.float32)
+    sims = _cosines(claim_vecs, sentence_vecs) if len(sentences) else np.zeros((len(claims), 0), np.float32)
     out: list[ClaimEvidence] = []
     for i, claim in enumerate(claims):
         cf = claim_facts[i]
@@ -197,6 +197,13 @@ def check_claims(
     return out
 
 
+def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a @ b.T for unit rows, single-threaded on purpose: token matrices are just big enough for
+    OpenBLAS to wake its thread pool, whose spinning threads then slow every call (and the
+    ONNX model) several-fold on a small shared machine; einsum's own loop is ~1 ms here."""
+    return np.einsum("id,jd->ij", a, b)
+
+
 def _content(states: TokenStates) -> np.ndarray:
     mask = content_pieces()
     keep = mask[np.minimum(states.ids, len(mask) - 1)]
@@ -216,7 +223,7 @@ def soft_novel_counts(claims: Sequence[TokenStates], support: Sequence[TokenStat
         elif not len(matrix):
             out.append(len(own))
         else:
-            out.append(int(((own @ matrix.T).max(axis=1) < SOFT_MATCH_MIN_COS).sum()))
+            out.append(int((_cosines(own, matrix).max(axis=1) < SOFT_MATCH_MIN_COS).sum()))
     return out
 
 
@@ -229,7 +236,7 @@ def maxsim_per_sentence(question: TokenStates, sentences: Sequence[TokenStates])
     sizes = [len(s.vectors) for s in sentences]
     if not len(q) or not sum(sizes):
         return out
-    sims = q @ np.concatenate([s.vectors for s in sentences if len(s.vectors)]).astype(np.float32).T
+    sims = _cosines(q, np.concatenate([s.vectors for s in sentences if len(s.vectors)]).astype(np.float32))
     start = 0
     for j, n in enumerate(sizes):
         if n:
