@@ -137,8 +137,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{best_wall:.1f}/s ({'meets' if best_wall >= 10 else 'misses'} the goal under this load); CPU cost "
         f"{cold_cpu:.0f} ms per trace, i.e. {capacity:.1f}/s on two otherwise idle cores "
         f"({'meets' if capacity >= 10 else 'misses'} it). Embedding is the dominant stage (the model reads every "
-        "context sentence once), so the sentence cache (on by default, 8192 sentences) is what makes repeated "
-        "documents cheap.",
+        "context sentence once), so the sentence cache (on by default: 8192 sentences or 64 MiB with their "
+        "token states) is what makes repeated documents cheap.",
     ]
     section = "\n".join(lines)
     print(section)
