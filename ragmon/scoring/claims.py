@@ -254,6 +254,17 @@ def content_pieces() -> np.ndarray:
     return mask
 
 
+# The words that say what kind of answer a question wants ("when", "how many", "what year").
+QUESTION_WORDS = _wordset("what when where who whom whose which why how many much year long old")
+
+
+@lru_cache(maxsize=1)
+def question_word_pieces() -> frozenset[int]:
+    """WordPiece ids of ``QUESTION_WORDS`` (each is a single piece in the uncased vocabulary)."""
+    vocab = _vocabulary()
+    return frozenset(vocab[w] for w in QUESTION_WORDS if w in vocab)
+
+
 @lru_cache(maxsize=65536)
 def rarity(token: str) -> float:
     """How informative a (stemmed) word is, in [0, 1]: ~0.1 for 'make', 1 for 'tubers'.

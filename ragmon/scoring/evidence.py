@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .claims import TextFacts, content_pieces, rarity, stem, strict_numbers, words
+from .claims import TextFacts, content_pieces, question_word_pieces, rarity, stem, strict_numbers, words
 from .embedder import TokenStates
 
 TOP_K_EVIDENCE = 3
@@ -242,4 +242,26 @@ def maxsim_per_sentence(question: TokenStates, sentences: Sequence[TokenStates])
         if n:
             out[j] = float(sims[:, start : start + n].max(axis=1).mean())
             start += n
+    return out
+
+
+def wh_match_per_sentence(question: TokenStates, sentences: Sequence[TokenStates]) -> np.ndarray:
+    """How well the question's wh-words ("when", "how many", "who") find a token of the sentence
+    that the question does not contain: the best cosine between their contextual vectors and the
+    sentence's new tokens. MiniLM's "when" sits near dates, "how many" near quantities — an
+    answer-type check in embedding space. 0 when the question has no such word or the sentence
+    only repeats the question; -1 for a sentence without tokens."""
+    out = np.full(len(sentences), -1.0)
+    wh_ids = question_word_pieces()
+    wh = np.array([int(i) in wh_ids for i in question.ids], dtype=bool)
+    q_ids = {int(i) for i in question.ids}
+    wh_vecs = question.vectors[wh].astype(np.float32)
+    for j, s in enumerate(sentences):
+        if not len(s.ids):
+            continue
+        new = np.array([int(i) not in q_ids for i in s.ids], dtype=bool)
+        if not len(wh_vecs) or not new.any():
+            out[j] = 0.0
+            continue
+        out[j] = float(_cosines(wh_vecs, s.vectors[new].astype(np.float32)).max())
     return out

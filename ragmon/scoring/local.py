@@ -41,7 +41,7 @@ from .claims import (
     words,
 )
 from .embedder import EMBEDDING_DIM, NO_TOKENS, Embedder, TokenStates
-from .evidence import ClaimEvidence, check_claims, maxsim_per_sentence, soft_novel_counts
+from .evidence import ClaimEvidence, check_claims, maxsim_per_sentence, soft_novel_counts, wh_match_per_sentence
 from .formulas import context_precision as rank_weighted_precision
 
 MAX_CONTEXT_SENTENCE_WORDS = 60
@@ -254,11 +254,14 @@ class LocalJudge:
             sentence_vecs, context_bigrams, question_tokens,
             soft_novel=soft_novel_counts(emb.claim_tokens, support),
         )
-        maxsim = (
-            maxsim_per_sentence(emb.question_tokens[0], emb.sentence_tokens) if question else np.zeros(0)
+        token_scores = (
+            np.stack([maxsim_per_sentence(emb.question_tokens[0], emb.sentence_tokens),
+                      wh_match_per_sentence(emb.question_tokens[0], emb.sentence_tokens)])
+            if question else np.zeros((2, 0))
         )
         ctx_features = self._context_features(
-            question, question_vec, focus_vec, ctx_sentences, sentence_facts, sentence_vecs, embed_mask, maxsim
+            question, question_vec, focus_vec, ctx_sentences, sentence_facts, sentence_vecs, embed_mask,
+            token_scores,
         )
         t3 = time.perf_counter()
         self._add_time("split", t1 - t0)
@@ -357,8 +360,10 @@ class LocalJudge:
         sentence_facts: Sequence[TextFacts],
         sentence_vecs: np.ndarray,
         embedded: np.ndarray,
-        maxsim: np.ndarray,
+        token_scores: np.ndarray,
     ) -> list[local_model.ContextFeatures]:
+        """Per-context features; ``token_scores`` has one row per token-level score (MaxSim,
+        wh-word match) and one column per sentence."""
         if question is None or question_vec is None or not ctx_sentences:
             return []
         sims = sentence_vecs @ question_vec if len(sentence_vecs) else np.zeros(0)
@@ -371,7 +376,7 @@ class LocalJudge:
         specific = question_vec - (question_vec @ centroid) / (norm * norm) * centroid if norm > 0 else question_vec
         specific_norm = float(np.linalg.norm(specific))
         resid = sentence_vecs @ specific / specific_norm if specific_norm > 1e-6 else sims
-        token_sims = np.where(embedded, maxsim, -1.0) if len(maxsim) else np.full(len(sims), -1.0)
+        token_best = np.where(embedded, token_scores, -1.0)  # a sentence left out is never the best one
         evidence = []
         start = 0
         for sents in ctx_sentences:
@@ -384,7 +389,8 @@ class LocalJudge:
                     best_specific_cos=(
                         float(np.where(embedded, resid, -1.0)[start:stop].max()) if stop > start else 0.0
                     ),
-                    best_maxsim=float(token_sims[start:stop].max()) if stop > start else 0.0,
+                    best_maxsim=float(token_best[0, start:stop].max()) if stop > start else 0.0,
+                    best_wh_match=float(token_best[1, start:stop].max()) if stop > start else 0.0,
                     tokens=frozenset().union(*(f.tokens for f in own)),
                     numbers=frozenset().union(*(f.numbers for f in own)),
                     entities=frozenset().union(*(f.entities for f in own)),

@@ -182,6 +182,7 @@ class ContextEvidence:
     best_specific_cos: float  # same, with the direction all contexts share removed from the question
     best_focus_cos: float  # same, for the question without the words most contexts share
     best_maxsim: float  # token-level alignment: mean over question tokens of the best token match
+    best_wh_match: float  # best match of the question's wh-words among the context's new tokens
     tokens: frozenset[str]
     numbers: frozenset[str]
     entities: frozenset[str]
@@ -241,6 +242,7 @@ def context_features(question_text: str, question: TextFacts, contexts: Sequence
             "specific_cos": c.best_specific_cos,
             "focus_cos": c.best_focus_cos,
             "maxsim": c.best_maxsim,
+            "wh_match": c.best_wh_match,
             "question_coverage": coverage,
             "idf_coverage": idf_cov,
             "question_entity_coverage": len(ents & c.tokens) / len(ents) if ents else 1.0,
@@ -257,10 +259,12 @@ def context_features(question_text: str, question: TextFacts, contexts: Sequence
     best_cov = max(r["question_coverage"] for r in raw)
     best_focus = max(r["focus_cos"] for r in raw)
     best_maxsim = max(r["maxsim"] for r in raw)
+    best_wh = max(r["wh_match"] for r in raw)
     for r in raw:
         r["cos_gap"] = r["best_cos"] - best_cos
         r["focus_gap"] = r["focus_cos"] - best_focus
         r["maxsim_gap"] = r["maxsim"] - best_maxsim
+        r["wh_match_gap"] = r["wh_match"] - best_wh
         r["coverage_gap"] = r["question_coverage"] - best_cov
     return raw
 

@@ -13,7 +13,7 @@ from ragmon.scoring.local_model import ContextEvidence, context_features, contex
 def _ctx(text: str, cos: float = 0.5, maxsim: float = 0.5) -> ContextEvidence:
     f = facts(text)
     return ContextEvidence(
-        best_cos=cos, best_specific_cos=cos, best_focus_cos=cos, best_maxsim=maxsim,
+        best_cos=cos, best_specific_cos=cos, best_focus_cos=cos, best_maxsim=maxsim, best_wh_match=0.0,
         tokens=f.tokens, numbers=f.numbers, entities=f.entities, sentences=(text,),
     )
 
