@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from ragmon.scoring.embedder import EMBEDDING_DIM, NO_TOKENS, Embedder, TokenStates, shared_embedder
-from ragmon.scoring.evidence import maxsim_per_sentence, soft_novel_counts
+from ragmon.scoring.evidence import maxsim_per_sentence, soft_novel_counts, wh_match_per_sentence
 from ragmon.scoring.local import LocalJudge, _VectorCache
 
 CONTEXT = [
@@ -56,6 +56,21 @@ def test_maxsim_prefers_the_sentence_that_matches_the_question(embedder: Embedde
     assert scores[1] > scores[0]  # the ticket sentence beats the opening hours
     assert scores[2] == -1.0  # a sentence without tokens is never the best one
     assert (scores[:2] > 0).all() and (scores[:2] <= 1.0 + 1e-3).all()
+
+
+def test_wh_word_match_looks_for_the_kind_of_answer(embedder: Embedder) -> None:
+    sentences = [
+        "The Eiffel Tower was designed by the engineering company of Gustave Eiffel.",
+        "The Eiffel Tower was completed in March 1889.",
+    ]
+    _, states = embedder.embed_with_tokens(["When was the Eiffel Tower completed?", *sentences])
+    when = wh_match_per_sentence(states[0], states[1:])
+    assert when[1] > when[0]  # "when" finds "March 1889" closer than a company name
+    _, yes_no = embedder.embed_with_tokens(["Is the Eiffel Tower made of iron?"])
+    assert wh_match_per_sentence(yes_no[0], states[1:]).tolist() == [0.0, 0.0]  # no wh-word: neutral
+    # a sentence that only repeats the question has nothing new to match
+    _, same = embedder.embed_with_tokens(["When was the Eiffel Tower completed?"])
+    assert wh_match_per_sentence(states[0], [same[0], NO_TOKENS]).tolist() == [0.0, -1.0]
 
 
 def test_sentence_cache_is_bounded_by_bytes_and_evicts_oldest() -> None:
