@@ -6,10 +6,15 @@ The diagnosis table:
 context precision      faithfulness    answer relevancy    verdict
 =====================  ==============  ==================  ===================
 high                   high            high                ok
-low                    any             any                 retrieval_failure (+ generation if that fails too: both)
+low                    high            any                 retrieval_failure
+low                    low             any                 both (bad contexts, and claims beyond them)
 high                   low             any                 generation_failure (hallucination)
 high                   high            low                 generation_failure (attended to the wrong part / off-topic)
 =====================  ==============  ==================  ===================
+
+With low context precision a low answer relevancy is not blamed on generation: an answer built
+from the wrong documents is off-topic *because* retrieval failed, and retrieval is what to fix.
+Only unfaithfulness (claims the bad contexts do not support either) adds generation: ``both``.
 
 A metric the judge could not compute (None) never triggers a failure on its own.
 """
@@ -38,7 +43,8 @@ def diagnose(scores: Scores, thresholds: DiagnosisThresholds) -> tuple[str, str]
     retrieval_bad = _below(scores.context_precision, thresholds.context_precision)
     hallucination = _below(scores.faithfulness, thresholds.faithfulness)
     off_topic = _below(scores.answer_relevancy, thresholds.answer_relevancy)
-    generation_bad = hallucination or off_topic
+    # off-topic contexts explain an off-topic answer; only a hallucination is generation's own fault
+    generation_bad = hallucination or (off_topic and not retrieval_bad)
     reasons = []
     if retrieval_bad:
         reasons.append(f"context_precision {scores.context_precision:.2f} < {thresholds.context_precision}")

@@ -19,7 +19,9 @@ T = DiagnosisThresholds(0.5, 0.5, 0.5)
         (0.1, 0.9, 0.9, sc.VERDICT_RETRIEVAL),  # low context relevance -> retrieval
         (0.9, 0.1, 0.9, sc.VERDICT_GENERATION),  # good context, unfaithful -> hallucination
         (0.9, 0.9, 0.1, sc.VERDICT_GENERATION),  # good context, faithful, off-topic -> wrong part
-        (0.1, 0.1, 0.9, sc.VERDICT_BOTH),
+        (0.1, 0.1, 0.9, sc.VERDICT_BOTH),  # bad contexts and claims beyond them
+        (0.1, 0.9, 0.1, sc.VERDICT_RETRIEVAL),  # answer off-topic because the contexts are: fix retrieval
+        (0.1, 0.1, 0.1, sc.VERDICT_BOTH),
         (None, 0.9, 0.9, sc.VERDICT_OK),  # not computable never fails on its own
     ],
 )
