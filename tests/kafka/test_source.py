@@ -320,6 +320,24 @@ def test_security_settings_map_to_aiokafka_options(tmp_path) -> None:
         kafka_client_options(load_agent_config({**base, "kafka_ssl_cafile": "/etc/ssl/ca.pem"}, environ={}))
 
 
+async def _send_secured(bootstrap: str, topic: str, **exporter_kw: Any) -> list[str]:
+    """Two traces through the SDK's Kafka exporter with the given security settings."""
+    traffic = KafkaTraffic(bootstrap, topic, **exporter_kw)
+    try:
+        return await send_traces(traffic, 2)
+    finally:
+        traffic.close()
+
+
+async def _assert_source_refused(bootstrap: str, topic: str, group: str, **settings: Any) -> None:
+    """A source with these (wrong) settings never becomes ready and consumes nothing."""
+    denied = CollectingSink()
+    async with running_source(bootstrap, topic, group, denied, **settings) as (source, _):
+        await asyncio.sleep(3)
+        assert not source.ready()
+    assert denied.spans == []
+
+
 async def test_sasl_plain_against_a_real_broker(tmp_path) -> None:
     """SASL/PLAIN end to end: the agent's settings authenticate; a wrong password is refused."""
     from kafka_broker import free_port
@@ -341,13 +359,9 @@ async def test_sasl_plain_against_a_real_broker(tmp_path) -> None:
     try:
         topic, group = "sasl-spans", "sasl-group"
         await create_topic(broker.bootstrap, topic, partitions=1)
-        traffic = KafkaTraffic(f"127.0.0.1:{sasl_port}", topic, security_protocol="SASL_PLAINTEXT",
-                               sasl_mechanism="PLAIN", sasl_plain_username="agent",
-                               sasl_plain_password="agent-secret")
-        try:
-            sent = await send_traces(traffic, 2)
-        finally:
-            traffic.close()
+        sent = await _send_secured(f"127.0.0.1:{sasl_port}", topic, security_protocol="SASL_PLAINTEXT",
+                                   sasl_mechanism="PLAIN", sasl_plain_username="agent",
+                                   sasl_plain_password="agent-secret")
         sasl = {"kafka_security_protocol": "SASL_PLAINTEXT", "kafka_sasl_mechanism": "PLAIN",
                 "kafka_sasl_username": "agent"}
         sink = CollectingSink()
@@ -355,12 +369,8 @@ async def test_sasl_plain_against_a_real_broker(tmp_path) -> None:
                                   kafka_sasl_password="agent-secret", **sasl) as (source, _):
             await eventually(lambda: sink.trace_ids == set(sent), what="spans over SASL")
             assert source.ready()
-        denied = CollectingSink()
-        async with running_source(f"127.0.0.1:{sasl_port}", topic, group + "-x", denied,
-                                  kafka_sasl_password="wrong", **sasl) as (source, _):
-            await asyncio.sleep(3)
-            assert not source.ready()
-        assert denied.spans == []
+        await _assert_source_refused(f"127.0.0.1:{sasl_port}", topic, group + "-x", kafka_sasl_password="wrong",
+                                     **sasl)
     finally:
         broker.stop()
 
@@ -408,13 +418,9 @@ async def test_scram_sha_512_over_tls_against_a_real_broker(tmp_path) -> None:
         topic, group = "scram-tls-spans", "scram-tls-group"
         await create_topic(broker.bootstrap, topic, partitions=1)
         bootstrap = f"127.0.0.1:{tls_port}"
-        traffic = KafkaTraffic(bootstrap, topic, security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-512",
-                               sasl_plain_username="agent", sasl_plain_password="agent-secret",
-                               ssl_cafile=str(ca_pem))
-        try:
-            sent = await send_traces(traffic, 2)
-        finally:
-            traffic.close()
+        sent = await _send_secured(bootstrap, topic, security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-512",
+                                   sasl_plain_username="agent", sasl_plain_password="agent-secret",
+                                   ssl_cafile=str(ca_pem))
         settings = {"kafka_security_protocol": "SASL_SSL", "kafka_sasl_mechanism": "SCRAM-SHA-512",
                     "kafka_sasl_username": "agent"}
         sink = CollectingSink()
@@ -422,12 +428,10 @@ async def test_scram_sha_512_over_tls_against_a_real_broker(tmp_path) -> None:
                                   kafka_ssl_cafile=str(ca_pem), **settings) as (source, _):
             await eventually(lambda: sink.trace_ids == set(sent), what="spans over SASL_SSL + SCRAM")
             assert source.ready()
-        for wrong in ({"kafka_sasl_password": "wrong", "kafka_ssl_cafile": str(ca_pem)},  # bad credentials
-                      {"kafka_sasl_password": "agent-secret"}):  # system CAs: the certificate is not trusted
-            denied = CollectingSink()
-            async with running_source(bootstrap, topic, group + "-denied", denied, **settings, **wrong) as (source, _):
-                await asyncio.sleep(3)
-                assert not source.ready()
-            assert denied.spans == []
+        await _assert_source_refused(bootstrap, topic, group + "-denied", kafka_sasl_password="wrong",
+                                     kafka_ssl_cafile=str(ca_pem), **settings)  # bad credentials
+        # no CA file: the system CAs do not trust the broker's certificate
+        await _assert_source_refused(bootstrap, topic, group + "-untrusted", kafka_sasl_password="agent-secret",
+                                     **settings)
     finally:
         broker.stop()
