@@ -27,6 +27,7 @@ from typing import Any
 
 from .. import semconv as sc
 from .claims import split_sentences
+from .verdicts import context_name
 
 CHARS_PER_TOKEN = 4  # the usual estimate for English text with BPE tokenizers
 Message = dict[str, str]
@@ -154,7 +155,7 @@ def compact_messages(inp: JudgeInput, nonce: str | None = None) -> list[Message]
     sentences = answer_sentences(inp.answer)
     payload = {
         "question": inp.question,
-        "contexts": {f"context {i}": c for i, c in enumerate(inp.contexts, start=1)},
+        "contexts": {context_name(i): c for i, c in enumerate(inp.contexts, start=1)},
         "answer_sentences": {f"sentence {i}": s for i, s in enumerate(sentences, start=1)},
     }
     data, nonce = fence(payload, nonce)

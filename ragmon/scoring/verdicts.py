@@ -31,6 +31,11 @@ def _obj(properties: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def context_name(rank: int) -> str:
+    """How the compact prompt names a context, and the key its verdict comes back under."""
+    return f"context {rank}"
+
+
 def compact_schema(n_contexts: int) -> dict[str, Any]:
     """The compact reply's schema; context verdicts are named per context, so it is built per trace."""
     return _obj(
@@ -41,7 +46,7 @@ def compact_schema(n_contexts: int) -> dict[str, Any]:
                     {"sentence": {"type": "integer"}, "claim": {"type": "string"}, "supported": {"type": "boolean"}}
                 ),
             },
-            "context_relevant": _obj({f"context {i}": {"type": "boolean"} for i in range(1, n_contexts + 1)}),
+            "context_relevant": _obj({context_name(i): {"type": "boolean"} for i in range(1, n_contexts + 1)}),
             "questions": {"type": "array", "items": {"type": "string"}},
             "noncommittal": {"type": "boolean"},
         }
@@ -185,7 +190,7 @@ def parse_compact(obj: Mapping[str, Any], n_contexts: int) -> CompactVerdict:
     if missing:
         raise VerdictError(
             f"'{key}' must give one verdict for each of the {n_contexts} contexts (context 1..{n_contexts}); "
-            f"missing {', '.join(f'context {r}' for r in missing[:10])}"
+            f"missing {', '.join(context_name(r) for r in missing[:10])}"
         )
 
     questions = tuple(str(q).strip() for q in _list(obj, "questions") if str(q).strip())
