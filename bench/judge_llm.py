@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from ragmon.errors import JudgeError  # noqa: E402
+from ragmon.quality import ONLINE_NAMES  # noqa: E402
 from ragmon.scoring import prompts  # noqa: E402
 from ragmon.scoring.llm import LlmJudge  # noqa: E402
 from ragmon.types import Document, RagTrace  # noqa: E402
@@ -210,8 +211,7 @@ async def run(args: argparse.Namespace, base_url: str) -> list[dict[str, Any]]:
                 try:
                     scores = await judge.score(to_trace(row))
                     record.update(
-                        faithfulness=scores.faithfulness, answer_relevancy=scores.answer_relevancy,
-                        context_precision=scores.context_precision, calls=scores.details.get("calls", 0),
+                        **{name: scores.get(name) for name in ONLINE_NAMES}, calls=scores.details.get("calls", 0),
                         prompt_tokens=scores.prompt_tokens, completion_tokens=scores.completion_tokens,
                         n_claims=len(scores.details.get("claims", [])), error=None,
                     )

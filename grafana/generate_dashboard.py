@@ -211,10 +211,10 @@ def heatmap(title: str, expr: str, desc: str) -> dict[str, Any]:
 def quality_rows(lay: Layout) -> None:
     lay.row("Quality: score means (1h window vs 7d baseline)")
     for m in R.QUALITY_METRICS:
-        sel = f'{SP}, metric="{m.metric}"'
+        sel = f'{SP}, metric="{m.name}"'
         lay.add(
             timeseries(
-                f"{m.human.capitalize()} mean",
+                f"{m.title.capitalize()} mean",
                 [
                     target(
                         f"ragmon:score_ratio:mean{W}{{{sel}}}", "{{service}}/{{pipeline}} " + W + " ({{judge}})", "A"
@@ -233,7 +233,7 @@ def quality_rows(lay: Layout) -> None:
                 unit="percentunit",
                 minmax=(0, 1),
                 steps=((None, "red"), (m.floor, "green")),
-                desc=f"Mean {m.human} of judged traces. Dashed line: the absolute floor alert "
+                desc=f"Mean {m.title} of judged traces. Dashed line: the absolute floor alert "
                 f"(Ragmon{m.alert}BelowFloor). Dots are exemplars: click one to open its trace.",
             ),
             8,
@@ -242,11 +242,11 @@ def quality_rows(lay: Layout) -> None:
     for m in R.QUALITY_METRICS:
         lay.add(
             timeseries(
-                f"{m.human.capitalize()}: drop below baseline",
+                f"{m.title.capitalize()}: drop below baseline",
                 [
                     target(
-                        f'ragmon:score_ratio:mean{B}{{{SP}, metric="{m.metric}"}}\n'
-                        f'- ragmon:score_ratio:mean{W}{{{SP}, metric="{m.metric}"}}',
+                        f'ragmon:score_ratio:mean{B}{{{SP}, metric="{m.name}"}}\n'
+                        f'- ragmon:score_ratio:mean{W}{{{SP}, metric="{m.name}"}}',
                         "{{service}}/{{pipeline}} ({{judge}})",
                         "A",
                     )
@@ -263,9 +263,9 @@ def quality_rows(lay: Layout) -> None:
     for m in R.QUALITY_METRICS:
         lay.add(
             heatmap(
-                f"{m.human.capitalize()} distribution",
-                f'sum by (le) (increase(ragmon_score_ratio_bucket{{{SP}, metric="{m.metric}"}}[$__rate_interval]))',
-                f"Histogram of {m.human} scores over time (buckets of 0.05). A second mode at the bottom is a "
+                f"{m.title.capitalize()} distribution",
+                f'sum by (le) (increase(ragmon_score_ratio_bucket{{{SP}, metric="{m.name}"}}[$__rate_interval]))',
+                f"Histogram of {m.title} scores over time (buckets of 0.05). A second mode at the bottom is a "
                 "population of bad answers; exemplars link to example traces.",
             ),
             8,
@@ -662,6 +662,150 @@ def kafka_rows(lay: Layout) -> None:
     )
 
 
+# Offline evaluation (`ragmon eval --pushgateway`): gauges pushed once per run, see
+# ragmon/evaluation/pushgateway.py. Retrieval metrics are split from generation metrics by name.
+EVAL_RETRIEVAL_METRICS = "(hit|recall|precision|ndcg|two_hop_recall)@.*|mrr"
+
+
+def _stepped(panel: dict[str, Any]) -> dict[str, Any]:
+    """A pushed gauge changes once per run: draw it as steps with a point at each value."""
+    custom = panel["fieldConfig"]["defaults"]["custom"]
+    custom["lineInterpolation"] = "stepAfter"
+    custom["showPoints"] = "always"
+    return panel
+
+
+def offline_eval_rows(lay: Layout) -> None:
+    """The scheduled evaluation against the golden set, beside the online panels above."""
+    lay.row("Offline evaluation (golden set, ragmon eval)")
+    gate = stat(
+        "Offline gate",
+        [target("ragmon_eval_gate_passed", "{{evalset}}", "A", instant=True)],
+        unit="none",
+        steps=((None, "red"), (1, "green")),
+        desc="Gate verdict of the last `ragmon eval` run per golden set (RagmonOfflineEvalGateFailed).",
+    )
+    verdict_text = {"0": {"text": "FAILED", "color": "red"}, "1": {"text": "PASSED", "color": "green"}}
+    gate["fieldConfig"]["defaults"]["mappings"] = [{"type": "value", "options": verdict_text}]
+    lay.add(gate, 6, 5)
+    lay.add(
+        stat(
+            "Offline questions evaluated",
+            [target("ragmon_eval_questions", "{{evalset}}", "A", instant=True)],
+            unit="short",
+            desc="Golden-set rows evaluated in the last run.",
+        ),
+        6,
+        5,
+    )
+    lay.add(
+        stat(
+            "Offline row problems",
+            [target("sum by (evalset) (ragmon_eval_problems)", "{{evalset}}", "A", instant=True)],
+            unit="short",
+            steps=((None, "green"), (1, "orange")),
+            desc="Rows of the last run that could not be evaluated (malformed, app errors/timeouts, missing "
+            "responses); the breakdown by reason is in ragmon_eval_problems{reason}.",
+        ),
+        6,
+        5,
+    )
+    lay.add(
+        stat(
+            "Time since the last offline run",
+            [target("time() - ragmon_eval_last_run_timestamp_seconds", "{{evalset}}", "A", instant=True)],
+            unit="s",
+            steps=((None, "green"), (R.EVAL_STALE_AFTER_S, "red")),
+            desc=f"RagmonOfflineEvalStale fires after {R.EVAL_STALE_AFTER_S / 3600:g} h without a run.",
+        ),
+        6,
+        5,
+    )
+    for title, selector in (
+        ("Offline retrieval scores", f'metric=~"{EVAL_RETRIEVAL_METRICS}"'),
+        ("Offline generation scores", f'metric!~"{EVAL_RETRIEVAL_METRICS}"'),
+    ):
+        lay.add(
+            _stepped(
+                timeseries(
+                    title,
+                    [target(f'ragmon_eval_score_ratio{{question_type="all", {selector}}}', "{{metric}} {{evalset}}",
+                            "A")],
+                    unit="percentunit",
+                    minmax=(0, 1),
+                    desc="Mean over the golden set per run (all question types). The bootstrap 95% interval is in "
+                    "ragmon_eval_score_ci95_lower_ratio / _upper_ratio.",
+                )
+            ),
+            12,
+            8,
+        )
+    lay.add(
+        _stepped(
+            timeseries(
+                f"Offline score drop vs {R.EVAL_COMPARE_OFFSET} earlier",
+                [
+                    target(
+                        f'ragmon_eval_score_ratio{{question_type="all"}} offset {R.EVAL_COMPARE_OFFSET}\n'
+                        '- ragmon_eval_score_ratio{question_type="all"}',
+                        "{{metric}} {{evalset}}",
+                        "A",
+                    )
+                ],
+                unit="none",
+                steps=((None, "transparent"), (R.EVAL_DROP, "orange")),
+                desc=f"Value {R.EVAL_COMPARE_OFFSET} earlier (the previous nightly run) minus now. Dashed line: "
+                "RagmonOfflineEvalRegression (also needs the earlier value above this run's 95% interval).",
+            )
+        ),
+        12,
+        8,
+    )
+    lay.add(
+        _stepped(
+            timeseries(
+                "Retrieval P95: offline vs online",
+                [
+                    target("ragmon_eval_retrieval_latency_p95_seconds", "offline {{evalset}}", "A"),
+                    target("ragmon_eval_pipeline_latency_p95_seconds", "offline pipeline {{evalset}}", "B"),
+                    target(f"ragmon:retrieval_latency_seconds:p95_{LW}{{{SP}}}", "online {{service}}/{{pipeline}}",
+                           "C"),
+                ],
+                unit="s",
+                steps=((None, "transparent"), (R.RETRIEVAL_P95_WARNING_S, "orange")),
+                desc=f"P95 retrieval latency of the last golden-set run against live traffic's P95 over {LW}. "
+                f"Dashed line: the {_ms(R.RETRIEVAL_P95_WARNING_S)} target.",
+            )
+        ),
+        12,
+        8,
+    )
+    lay.add(
+        _stepped(
+            timeseries(
+                "Offline diagnosis verdicts",
+                [target("ragmon_eval_verdicts", "{{verdict}} {{evalset}}", "A")],
+                unit="short",
+                desc="Questions of each run by retrieval-vs-generation verdict (the same 2x2 diagnosis as online).",
+            )
+        ),
+        12,
+        7,
+    )
+    lay.add(
+        _stepped(
+            timeseries(
+                "Offline row problems by reason",
+                [target("ragmon_eval_problems > 0", "{{reason}} {{evalset}}", "A")],
+                unit="short",
+                desc="Rows each run could not evaluate, by reason (reasons with no rows are hidden).",
+            )
+        ),
+        12,
+        7,
+    )
+
+
 def variables() -> list[dict[str, Any]]:
     def query_var(name: str, query: str) -> dict[str, Any]:
         return {
@@ -708,6 +852,7 @@ def dashboard() -> dict[str, Any]:
     traffic_rows(lay)
     judge_rows(lay)
     kafka_rows(lay)
+    offline_eval_rows(lay)
     return {
         "uid": UID,
         "title": "ragmon / RAG quality",

@@ -29,7 +29,7 @@ from .export.server import MetricsServer
 from .export.worst import WorstTraces
 from .ingest.assembler import ClosedTrace, TraceAssembler
 from .ingest.source import SpanSource
-from .scoring.diagnosis import DiagnosisThresholds, diagnose
+from .scoring.diagnosis import diagnose
 from .scoring.judge import Judge
 from .scoring.sampler import SamplingPolicy, is_negative_feedback, judgeable_skip_reason
 from .types import RagTrace, Scores, SpanRecord
@@ -92,11 +92,7 @@ class Agent:
             slow_retrieval_s=config.priority_slow_retrieval_s,
             min_top_score=config.priority_min_top_score,
         )
-        self._thresholds = DiagnosisThresholds(
-            faithfulness=config.diagnosis_faithfulness_threshold,
-            answer_relevancy=config.diagnosis_answer_relevancy_threshold,
-            context_precision=config.diagnosis_context_precision_threshold,
-        )
+        self._thresholds = config.diagnosis_thresholds()
         self._worst = WorstTraces(config.worst_size, config.worst_max_chars, clock=clock)
         self._recent = _RecentIds(config.dedup_size)
         self._p95: dict[tuple[str, str, str], SlidingQuantile] = {}

@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import quality
+from . import semconv as sc
 from .errors import ConfigError
 
 Parser = Callable[[str], Any]
@@ -158,10 +160,11 @@ class AgentConfig:
     judge_embedding_model: str | None = None  # None: the agent's own MiniLM embedder
     judge_model_path: str | None = None
     judge_model_sha256: str | None = None
-    # diagnosis / error analysis
-    diagnosis_faithfulness_threshold: float = 0.5
-    diagnosis_answer_relevancy_threshold: float = 0.5
-    diagnosis_context_precision_threshold: float = 0.5
+    # diagnosis / error analysis: one diagnosis_<metric>_threshold per online metric of the
+    # quality table (ragmon/quality.py); the settings are generated from it, a test checks both agree
+    diagnosis_faithfulness_threshold: float = quality.BY_NAME[sc.METRIC_FAITHFULNESS].threshold
+    diagnosis_answer_relevancy_threshold: float = quality.BY_NAME[sc.METRIC_ANSWER_RELEVANCY].threshold
+    diagnosis_context_precision_threshold: float = quality.BY_NAME[sc.METRIC_CONTEXT_PRECISION].threshold
     worst_size: int = 50
     worst_max_chars: int = 500
     # kafka
@@ -182,6 +185,13 @@ class AgentConfig:
     # process
     log_level: str = "info"
     shutdown_grace_s: float = 20.0
+
+    def diagnosis_thresholds(self) -> dict[str, float]:
+        """Diagnosis threshold per quality metric: these settings for online metrics, else the table's."""
+        out = quality.default_thresholds()
+        for m in quality.ONLINE:
+            out[m.name] = getattr(self, f"diagnosis_{m.name}_threshold")
+        return out
 
     def redacted(self) -> dict[str, Any]:
         """Settings as a dict with secrets masked, for logs and /readyz."""
@@ -212,6 +222,11 @@ class Setting:
             return f.default
         factory: Callable[[], Any] = f.default_factory  # type: ignore[assignment]
         return factory()
+
+
+def _threshold_help(m: quality.QualityMetric) -> str:
+    blamed = "a retrieval failure" if m.role == quality.ROLE_RETRIEVAL else "a generation failure"
+    return f"{m.title.capitalize()} below this counts as {blamed}."
 
 
 def _s(name: str, env: str, parse: Parser, help: str, **kw: Any) -> Setting:
@@ -260,9 +275,7 @@ AGENT_SETTINGS: tuple[Setting, ...] = (
     _s("judge_embedding_model", "RAGMON_JUDGE_EMBEDDING_MODEL", parse_optional_str, "Embedding model for answer relevancy via POST {base_url}/embeddings (empty = the agent's built-in MiniLM)."),
     _s("judge_model_path", "RAGMON_JUDGE_MODEL_PATH", parse_optional_str, "Local judge ONNX model file (default: the bundled all-MiniLM-L6-v2 int8)."),
     _s("judge_model_sha256", "RAGMON_JUDGE_MODEL_SHA256", parse_optional_str, "Expected sha256 of the local model file (default: the bundled model's)."),
-    _s("diagnosis_faithfulness_threshold", "RAGMON_DIAGNOSIS_FAITHFULNESS_THRESHOLD", parse_rate, "Faithfulness below this counts as a generation failure."),
-    _s("diagnosis_answer_relevancy_threshold", "RAGMON_DIAGNOSIS_ANSWER_RELEVANCY_THRESHOLD", parse_rate, "Answer relevancy below this counts as a generation failure."),
-    _s("diagnosis_context_precision_threshold", "RAGMON_DIAGNOSIS_CONTEXT_PRECISION_THRESHOLD", parse_rate, "Context precision below this counts as a retrieval failure."),
+    *(_s(f"diagnosis_{m.name}_threshold", f"RAGMON_DIAGNOSIS_{m.name.upper()}_THRESHOLD", parse_rate, _threshold_help(m)) for m in quality.ONLINE),
     _s("worst_size", "RAGMON_WORST_SIZE", parse_nonnegative_int, "Worst recently scored traces kept for /worst."),
     _s("worst_max_chars", "RAGMON_WORST_MAX_CHARS", parse_nonnegative_int, "Most characters of question/answer text shown per trace in /worst."),
     _s("kafka_bootstrap_servers", "RAGMON_KAFKA_BOOTSTRAP_SERVERS", parse_str, "Kafka bootstrap servers (host:port,...)."),

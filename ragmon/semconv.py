@@ -171,7 +171,13 @@ L_WINDOW: Final = "window"
 METRIC_FAITHFULNESS: Final = "faithfulness"
 METRIC_ANSWER_RELEVANCY: Final = "answer_relevancy"
 METRIC_CONTEXT_PRECISION: Final = "context_precision"
-SCORE_METRICS: Final = (METRIC_FAITHFULNESS, METRIC_ANSWER_RELEVANCY, METRIC_CONTEXT_PRECISION)
+# reference-based and offline-only quality metrics (ragmon eval); the table is ragmon/quality.py
+METRIC_CONTEXT_RECALL: Final = "context_recall"
+METRIC_ANSWER_CORRECTNESS: Final = "answer_correctness"
+METRIC_ABSTENTION: Final = "abstention"
+METRIC_CITATION_PRESENCE: Final = "citation_presence"
+METRIC_CITATION_CORRECTNESS: Final = "citation_correctness"
+METRIC_CITATION_COVERAGE: Final = "citation_coverage"
 
 VERDICT_OK: Final = "ok"
 VERDICT_RETRIEVAL: Final = "retrieval_failure"

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
+
+from .quality import BY_NAME, NAMES
 
 # An OTLP attribute value after decoding: scalars, homogeneous lists, or kvlist -> dict.
 AttrValue = Any
@@ -98,23 +101,36 @@ class RagTrace:
 
 @dataclass(frozen=True, slots=True)
 class Scores:
-    """A judge's verdict on one trace; each score in [0, 1] or None when not computable."""
+    """A judge's verdict on one trace: quality metric -> score in [0, 1], or None when not computable.
 
-    faithfulness: float | None = None
-    answer_relevancy: float | None = None
-    context_precision: float | None = None
+    Keys are validated against the quality-metric table (``ragmon.quality``); an unknown name,
+    a NaN or a value outside [0, 1] raises ``ValueError`` at construction, so a judge bug shows up
+    where it happens instead of as a strange series on the dashboard.
+    """
+
+    values: Mapping[str, float | None] = field(default_factory=dict)
     judge: str = ""
     # Explanations for error analysis: claims and their verdicts, per-context relevance, ...
     details: Mapping[str, Any] = field(default_factory=dict)
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
+    def __post_init__(self) -> None:
+        checked: dict[str, float | None] = {}
+        for name, value in self.values.items():
+            if name not in BY_NAME:
+                raise ValueError(f"unknown quality metric {name!r}; known: {', '.join(NAMES)}")
+            if value is not None:
+                value = float(value)
+                if not 0.0 <= value <= 1.0:  # also rejects NaN
+                    raise ValueError(f"{name} = {value!r} is not a ratio in [0, 1]")
+            checked[name] = value
+        object.__setattr__(self, "values", MappingProxyType(checked))
+
+    def get(self, name: str) -> float | None:
+        """The score of ``name``; None when the judge did not (or could not) compute it."""
+        return self.values.get(name)
+
     def as_dict(self) -> dict[str, float]:
-        out: dict[str, float] = {}
-        if self.faithfulness is not None:
-            out["faithfulness"] = self.faithfulness
-        if self.answer_relevancy is not None:
-            out["answer_relevancy"] = self.answer_relevancy
-        if self.context_precision is not None:
-            out["context_precision"] = self.context_precision
-        return out
+        """The computed scores only (None left out), in the judge's order."""
+        return {name: value for name, value in self.values.items() if value is not None}

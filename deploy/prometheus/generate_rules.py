@@ -11,15 +11,17 @@ threshold is a one-line edit followed by::
 Editing ``ragmon-rules.yml`` by hand works too (it is plain Prometheus YAML), but then the
 ``--check`` test in ``tests/ops`` fails until this file agrees. Metric and label names are the
 ones in ``ragmon/semconv.py`` (documented in ``docs/metrics.md``); this script has no
-dependency on the ragmon package so it can run in a bare CI or ops checkout.
+dependency on the installed ragmon package so it can run in a bare CI or ops checkout (the quality
+metrics come from ``ragmon/quality.py``, read straight from the source tree).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
-from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 import yaml
 
@@ -42,20 +44,23 @@ MIN_SCORED_BASELINE = 200  # scored traces needed in the 7d baseline for a relat
 QUALITY_FOR = "10m"
 
 
-@dataclass(frozen=True)
-class QualityMetric:
-    metric: str  # value of the `metric` label on ragmon_score_ratio
-    alert: str  # CamelCase alert name stem
-    human: str
-    floor: float  # absolute floor for the 1h mean (judge-specific: calibrate, see docs/alerts.md)
-    stage: str  # which RAG stage a drop points at first
+def _load_quality_table() -> ModuleType:
+    """``ragmon/quality.py`` (the quality-metric table), loaded without importing the ragmon package.
+
+    The table imports only the standard library and ``ragmon/semconv.py``; loading both under a
+    private package name keeps this script runnable from a bare checkout (no OpenTelemetry).
+    """
+    package = "_ragmon_tables"
+    if package not in sys.modules:
+        module = ModuleType(package)
+        module.__path__ = [str(Path(__file__).resolve().parents[2] / "ragmon")]
+        sys.modules[package] = module
+    return importlib.import_module(f"{package}.quality")
 
 
-QUALITY_METRICS = (
-    QualityMetric("faithfulness", "Faithfulness", "faithfulness", 0.5, "generation"),
-    QualityMetric("answer_relevancy", "AnswerRelevancy", "answer relevancy", 0.5, "generation"),
-    QualityMetric("context_precision", "ContextPrecision", "context precision", 0.4, "retrieval"),
-)
+# Alerts and panels for every metric the agent judges online, from the quality table:
+# m.name (the `metric` label), m.alert (alert name stem), m.title, m.floor, m.stage.
+QUALITY_METRICS = _load_quality_table().ONLINE
 FLOOR_FOR = "15m"
 FLOOR_SEVERITY = "warning"
 
@@ -81,6 +86,13 @@ KAFKA_LAG_MIN = 1000  # messages; lag below this never alerts
 KAFKA_LAG_WINDOW = "10m"
 KAFKA_LAG_FOR = "15m"
 AGENT_DOWN_FOR = "5m"
+
+# --- offline evaluation (`ragmon eval --pushgateway`): pushed gauges, one value per run ---------------
+EVAL_COMPARE_OFFSET = "1d"  # a scheduled run is compared with the value current this long ago (the previous run)
+EVAL_DROP = 0.05  # a score this far below its value a day ago -> RagmonOfflineEvalRegression
+EVAL_STALE_AFTER_S = 26 * 3600  # nightly schedule + 2h slack -> RagmonOfflineEvalStale
+EVAL_FOR = "5m"
+EVAL_STALE_FOR = "15m"
 
 SP = "service, pipeline"
 SPJM = "service, pipeline, judge, metric"
@@ -197,9 +209,9 @@ def quality_alerts() -> list[dict[str, object]]:
     value = "{{ $value | " + SCORE_FMT + " }}"
     n = _q(f'"{count_w}{sel}" {args}')
     for m in QUALITY_METRICS:
-        m_sel = f'{{metric="{m.metric}"}}'
+        m_sel = f'{{metric="{m.name}"}}'
         look = (
-            f"Low {m.human} usually points at {m.stage} first: compare ragmon_diagnosis_total "
+            f"Low {m.title} usually points at {m.stage} first: compare ragmon_diagnosis_total "
             "by verdict (generation_failure = model/prompt, retrieval_failure = index/retriever)."
         )
         for severity, drop in (("warning", DROP_WARNING), ("critical", DROP_CRITICAL)):
@@ -214,9 +226,9 @@ def quality_alerts() -> list[dict[str, object]]:
                     expr,
                     QUALITY_FOR,
                     severity,
-                    f"{m.human.capitalize()} of {{{{ $labels.service }}}}/{{{{ $labels.pipeline }}}} dropped "
+                    f"{m.title.capitalize()} of {{{{ $labels.service }}}}/{{{{ $labels.pipeline }}}} dropped "
                     f"{value} below its {BASELINE} baseline",
-                    f"The {WINDOW} mean {m.human} ({now}, judge {{{{ $labels.judge }}}}) "
+                    f"The {WINDOW} mean {m.title} ({now}, judge {{{{ $labels.judge }}}}) "
                     f"is {value} below its {BASELINE} mean ({base}); the {severity} "
                     f"threshold is {_r(drop)}. {look}",
                 )
@@ -228,9 +240,9 @@ def quality_alerts() -> list[dict[str, object]]:
                 floor_expr,
                 FLOOR_FOR,
                 FLOOR_SEVERITY,
-                f"{m.human.capitalize()} of {{{{ $labels.service }}}}/{{{{ $labels.pipeline }}}} is "
+                f"{m.title.capitalize()} of {{{{ $labels.service }}}}/{{{{ $labels.pipeline }}}} is "
                 f"{value}, below the floor {_r(m.floor)}",
-                f"The {WINDOW} mean {m.human} is {value} over {n} scored traces "
+                f"The {WINDOW} mean {m.title} is {value} over {n} scored traces "
                 f"(judge {{{{ $labels.judge }}}}), below the absolute floor {_r(m.floor)}. {look}",
             )
         )
@@ -333,6 +345,59 @@ def health_alerts() -> list[dict[str, object]]:
     ]
 
 
+def offline_eval_alerts() -> list[dict[str, object]]:
+    """Alerts on the gauges ``ragmon eval --pushgateway`` pushes (ragmon/evaluation/pushgateway.py).
+
+    A pushed gauge keeps its value until the next run, so ``x offset 1d`` is the run that was current a
+    day ago (the previous nightly run) and the regression holds until a better run replaces it; no
+    range selector or rate applies to values that change once per run. A drop is not alerted while the
+    previous value is still inside the current run's 95% interval (noise on a small golden set); the
+    gate (``--baseline``, paired bootstrap) is the sound comparison and has its own alert."""
+    score = 'ragmon_eval_score_ratio{question_type="all"}'
+    upper = 'ragmon_eval_score_ci95_upper_ratio{question_type="all"}'
+    previous = f"{score} offset {EVAL_COMPARE_OFFSET}"
+    sel = "ragmon_eval_score_ratio{evalset=%q,metric=%q,question_type=%q}"
+    args = '$labels.evalset $labels.metric "all"'
+    now = _q(f'"{sel}" {args}', SCORE_FMT)
+    before = _q(f'"{sel} offset {EVAL_COMPARE_OFFSET}" {args}', SCORE_FMT)
+    value = "{{ $value | " + SCORE_FMT + " }}"
+    return [
+        _alert(
+            "RagmonOfflineEvalGateFailed",
+            'ragmon_eval_gate_rules{status="failed"} > 0\nand ignoring(status) ragmon_eval_gate_passed == 0',
+            EVAL_FOR,
+            "warning",
+            "Scheduled evaluation of {{ $labels.evalset }} failed its gate",
+            "The last `ragmon eval` run of the golden set {{ $labels.evalset }} (job {{ $labels.job }}) failed "
+            "{{ $value }} gate rule(s). Read the run's Markdown/JUnit report (the CronJob's log) for the rule, "
+            "its delta and interval, and the worst questions; ragmon_eval_verdicts says whether retrieval or "
+            "generation regressed.",
+        ),
+        _alert(
+            "RagmonOfflineEvalRegression",
+            f"(\n  {previous}\n  - {score}\n) > {_r(EVAL_DROP)}\nunless\n{previous} <= {upper}",
+            EVAL_FOR,
+            "warning",
+            "Offline {{ $labels.metric }} of {{ $labels.evalset }} dropped " + value + " since the previous run",
+            f"The scheduled evaluation scored {{{{ $labels.metric }}}} = {now} on {{{{ $labels.evalset }}}}, "
+            f"{value} below the value {EVAL_COMPARE_OFFSET} earlier ({before}); the threshold is {_r(EVAL_DROP)} "
+            "and the earlier value lies above this run's 95% interval. Compare the two runs' reports "
+            "(`ragmon eval --baseline`) to see which questions changed.",
+        ),
+        _alert(
+            "RagmonOfflineEvalStale",
+            f"time() - ragmon_eval_last_run_timestamp_seconds > {EVAL_STALE_AFTER_S}",
+            EVAL_STALE_FOR,
+            "warning",
+            "No evaluation of {{ $labels.evalset }} for {{ $value | humanizeDuration }}",
+            "The last `ragmon eval` run of {{ $labels.evalset }} pushed to the Pushgateway "
+            "{{ $value | humanizeDuration }} ago (alerts after "
+            f"{_r(EVAL_STALE_AFTER_S / 3600)}h): the scheduled evaluation is not running or cannot push. "
+            "Check the CronJob's last Jobs and their logs (exit code 2 = bad input or push failure).",
+        ),
+    ]
+
+
 def rules() -> dict[str, object]:
     # Rules in one group run in order, so each alert sits in the group of the recording rules it
     # reads and always sees their value from the same evaluation. Only the 7d baseline lives in
@@ -344,6 +409,7 @@ def rules() -> dict[str, object]:
             {"name": "ragmon-baseline", "interval": "5m", "rules": rec["baseline"]},
             {"name": "ragmon-latency", "interval": "30s", "rules": [*rec["latency"], *latency_alerts()]},
             {"name": "ragmon-health", "interval": "1m", "rules": [*rec["health"], *health_alerts()]},
+            {"name": "ragmon-offline-eval", "interval": "1m", "rules": offline_eval_alerts()},
         ]
     }
 

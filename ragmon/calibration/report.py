@@ -10,16 +10,13 @@ from typing import Any
 
 import numpy as np
 
+from ..quality import QUALITY_METRICS
 from ..types import Scores
 from . import stats
 from .dataset import LabelledRow
 
 # judge metric -> the human label it is compared with
-METRIC_LABELS: Mapping[str, str] = {
-    "faithfulness": "faithful",
-    "answer_relevancy": "answer_relevant",
-    "context_precision": "context_relevant",
-}
+METRIC_LABELS: Mapping[str, str] = {m.name: m.label for m in QUALITY_METRICS if m.label is not None}
 THRESHOLD_RULE = "maximises balanced accuracy (equivalently Youden's J = TPR - FPR), in-sample"
 
 
@@ -132,7 +129,7 @@ def build_report(
             label = item.row.labels.get(label_key)
             if label is None:
                 continue
-            value = getattr(item.scores, metric)
+            value = item.scores.get(metric)
             if value is None:
                 unscored += 1
                 continue

@@ -27,8 +27,7 @@ from typing import Any, TextIO
 
 import ragmon
 
-from .. import semconv as sc
-from ..scoring.diagnosis import DiagnosisThresholds
+from ..quality import ONLINE_NAMES
 from .app import DemoAnswer, DemoRag
 from .corpus import load_corpus
 from .failures import FailureKind, FailureMix
@@ -115,11 +114,7 @@ class DemoRunner:
             **self.o.extra_agent_settings,
         }
         config = load_agent_config(settings)
-        thresholds = DiagnosisThresholds(
-            faithfulness=config.diagnosis_faithfulness_threshold,
-            answer_relevancy=config.diagnosis_answer_relevancy_threshold,
-            context_precision=config.diagnosis_context_precision_threshold,
-        )
+        thresholds = config.diagnosis_thresholds()
         self.tracker = DemoTracker(thresholds, self.o.slow_threshold_s)
         self._say("ragmon demo: starting the agent and loading the local judge model …")
         agent = Agent(config, registry=CollectorRegistry())
@@ -258,11 +253,7 @@ class DemoRunner:
             mode=self.o.agent_mode, elapsed_s=elapsed, duration_s=self.o.duration_s, rate=self.o.rate,
             seed=self.o.seed, company=corpus.company, document_count=len(corpus.documents), otlp_endpoint=endpoint,
             tracker=self.tracker.snapshot(),
-            thresholds={
-                sc.METRIC_FAITHFULNESS: thresholds.faithfulness,
-                sc.METRIC_ANSWER_RELEVANCY: thresholds.answer_relevancy,
-                sc.METRIC_CONTEXT_PRECISION: thresholds.context_precision,
-            },
+            thresholds={name: thresholds[name] for name in ONLINE_NAMES},
             slow_threshold_s=self.o.slow_threshold_s, sample_rate=sample_rate, metrics_url=metrics_url,
             counts=counts, final=final, stopped_early=early, notes=notes,
         )

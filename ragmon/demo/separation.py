@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from .. import semconv as sc
+from ..quality import ONLINE_NAMES
 from ..types import Scores
 from .app import DemoRag
 from .failures import FailureKind
@@ -55,16 +56,17 @@ def measure(
                 sep.n += 1
                 for metric, value in scores.as_dict().items():
                     sep.values.setdefault(metric, []).append(value)
-                if result.contradiction is not None and scores.faithfulness is not None:
-                    sep.by_change.setdefault(result.contradiction.change, []).append(scores.faithfulness)
+                faithfulness = scores.get(sc.METRIC_FAITHFULNESS)
+                if result.contradiction is not None and faithfulness is not None:
+                    sep.by_change.setdefault(result.contradiction.change, []).append(faithfulness)
     return out
 
 
 def report(results: dict[FailureKind, KindSeparation], threshold: float = 0.5) -> str:
-    lines = [f"{'kind':<16}{'n':>5}  " + "  ".join(f"{m:>26}" for m in sc.SCORE_METRICS)]
+    lines = [f"{'kind':<16}{'n':>5}  " + "  ".join(f"{m:>26}" for m in ONLINE_NAMES)]
     for kind, sep in results.items():
         cells = [f"{sep.mean(m):.2f} (<{threshold:g}: {sep.below(m, threshold):4.0%})" if m in sep.values else "–"
-                 for m in sc.SCORE_METRICS]
+                 for m in ONLINE_NAMES]
         lines.append(f"{kind.value:<16}{sep.n:>5}  " + "  ".join(f"{c:>26}" for c in cells))
         for change, values in sorted(sep.by_change.items()):
             caught = sum(v < threshold for v in values) / len(values)

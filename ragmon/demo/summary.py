@@ -9,15 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from .. import quality
 from .. import semconv as sc
+from ..quality import ONLINE
 from .failures import INJECTED_KINDS, FailureKind
 from .tracker import EXPECTED_VERDICTS, SIGNAL_METRIC, TrackerSnapshot, fmt_ratio, is_nan
 
-METRIC_TITLES = {
-    sc.METRIC_FAITHFULNESS: "faithfulness",
-    sc.METRIC_ANSWER_RELEVANCY: "answer relevancy",
-    sc.METRIC_CONTEXT_PRECISION: "context precision",
-}
 SECTION_TITLES = ("Traffic", "Agent", "Scores by injected failure", "Caught?", "Look next")
 
 
@@ -185,13 +182,13 @@ def _scores_table(view: DemoView, st: _Style) -> list[str]:
     levels = sorted({f"{v:.2f}" for v in thr.values()})
     lines = [st.bold("Scores by injected failure") + "   mean score of the scored traces "
              f"(1 = good, ▼ = below threshold {'/'.join(levels)})"]
-    lines.append(f"  {'injected':<15} {'sent':>5} {'scored':>6}  {'faithfulness':>13} {'answer relevancy':>17} "
-                 f"{'context precision':>18}  {'retrieval P95':>13}")
+    columns = [(m.name, max(13, len(m.title) + 1)) for m in ONLINE]
+    titles = " ".join(f"{m.title:>{w}}" for m, (_, w) in zip(ONLINE, columns, strict=True))
+    lines.append(f"  {'injected':<15} {'sent':>5} {'scored':>6}  {titles}  {'retrieval P95':>13}")
     for kind in FailureKind:
         ks = snap.kinds[kind]
         cells = []
-        for metric, w in ((sc.METRIC_FAITHFULNESS, 13), (sc.METRIC_ANSWER_RELEVANCY, 17),
-                          (sc.METRIC_CONTEXT_PRECISION, 18)):
+        for metric, w in columns:
             mean = ks.means.get(metric)
             if mean is None:
                 cells.append(f"{'–':>{w}}")
@@ -217,7 +214,7 @@ def _caught(view: DemoView, st: _Style) -> list[str]:
         else:
             verdicts = "/".join(sorted(EXPECTED_VERDICTS[kind]))
             metric = SIGNAL_METRIC[kind]
-            how = (f"verdict {verdicts}; {METRIC_TITLES[metric]} < {view.thresholds[metric]:.2f} in "
+            how = (f"verdict {verdicts}; {quality.metric(metric).title} < {view.thresholds[metric]:.2f} in "
                    f"{fmt_ratio(ks.signal_below, ks.scored)}")
         ratio = fmt_ratio(ks.caught, ks.scored)
         share = ks.caught / ks.scored if ks.scored else None

@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import semconv as sc
 from ..scoring.diagnosis import DiagnosisThresholds
+from ..scoring.diagnosis import thresholds as diagnosis_thresholds
 from ..types import RagTrace, Scores
 from .app import DemoAnswer
 from .failures import FailureKind
@@ -85,7 +86,7 @@ class DemoTracker:
     def __init__(
         self, thresholds: DiagnosisThresholds | None = None, slow_threshold_s: float = DEFAULT_SLOW_THRESHOLD_S
     ) -> None:
-        self.thresholds = thresholds or DiagnosisThresholds()
+        self.thresholds = diagnosis_thresholds(thresholds)
         self.slow_threshold_s = slow_threshold_s
         self._lock = threading.Lock()
         self._kind_by_trace: dict[str, FailureKind] = {}
@@ -96,7 +97,7 @@ class DemoTracker:
         self._change_by_trace: dict[str, str] = {}
 
     def threshold(self, metric: str) -> float:
-        return float(getattr(self.thresholds, metric))
+        return float(self.thresholds[metric])
 
     def record_request(self, answer: DemoAnswer) -> None:
         with self._lock:

@@ -1,18 +1,29 @@
 """Retrieval-vs-generation diagnosis of one scored trace (pure).
 
-The diagnosis table:
+Each quality metric has a diagnosis role in the metric table (``ragmon.quality``):
 
-=====================  ==============  ==================  ===================
-context precision      faithfulness    answer relevancy    verdict
-=====================  ==============  ==================  ===================
-high                   high            high                ok
-low                    high            any                 retrieval_failure
-low                    low             any                 both (bad contexts, and claims beyond them)
-high                   low             any                 generation_failure (hallucination)
-high                   high            low                 generation_failure (attended to the wrong part / off-topic)
-=====================  ==============  ==================  ===================
+=====================  ==============================================================
+role                   a value below its threshold means
+=====================  ==============================================================
+retrieval              retrieval failed (context precision, context recall)
+grounding              generation invented claims (faithfulness), whatever retrieval did
+answer                 generation answered badly (answer relevancy, answer correctness,
+                       abstention) — blamed on generation only when retrieval looks fine
+=====================  ==============================================================
 
-With low context precision a low answer relevancy is not blamed on generation: an answer built
+which gives the diagnosis table:
+
+=================  ==============  ==================  ==========================================
+retrieval metrics  grounding       answer metrics      verdict
+=================  ==============  ==================  ==========================================
+high               high            high                ok
+low                high            any                 retrieval_failure
+low                low             any                 both (bad contexts, and claims beyond them)
+high               low             any                 generation_failure (hallucination)
+high               high            low                 generation_failure (wrong part / off-topic)
+=================  ==============  ==================  ==========================================
+
+With low retrieval metrics a low answer metric is not blamed on generation: an answer built
 from the wrong documents is off-topic *because* retrieval failed, and retrieval is what to fix.
 Only unfaithfulness (claims the bad contexts do not support either) adds generation: ``both``.
 
@@ -21,37 +32,41 @@ A metric the judge could not compute (None) never triggers a failure on its own.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
 
 from .. import semconv as sc
+from ..quality import BY_NAME, ROLE_ANSWER, ROLE_GROUNDING, ROLE_RETRIEVAL, default_thresholds
 from ..types import Scores
 
-
-@dataclass(frozen=True, slots=True)
-class DiagnosisThresholds:
-    faithfulness: float = 0.5
-    answer_relevancy: float = 0.5
-    context_precision: float = 0.5
+# metric name -> threshold; metrics left out use the table's default
+DiagnosisThresholds = Mapping[str, float]
 
 
-def _below(value: float | None, threshold: float) -> bool:
-    return value is not None and value < threshold
+def thresholds(overrides: Mapping[str, float] | None = None) -> dict[str, float]:
+    """The table's default thresholds with ``overrides`` applied (unknown names rejected)."""
+    out = default_thresholds()
+    for name, value in (overrides or {}).items():
+        if name not in BY_NAME:
+            raise ValueError(f"diagnosis threshold for unknown metric {name!r}")
+        out[name] = float(value)
+    return out
 
 
-def diagnose(scores: Scores, thresholds: DiagnosisThresholds) -> tuple[str, str]:
+def diagnose(scores: Scores, limits: DiagnosisThresholds | None = None) -> tuple[str, str]:
     """Return (verdict, short reason) with verdict in ``semconv.VERDICTS``."""
-    retrieval_bad = _below(scores.context_precision, thresholds.context_precision)
-    hallucination = _below(scores.faithfulness, thresholds.faithfulness)
-    off_topic = _below(scores.answer_relevancy, thresholds.answer_relevancy)
-    # off-topic contexts explain an off-topic answer; only a hallucination is generation's own fault
-    generation_bad = hallucination or (off_topic and not retrieval_bad)
+    limits = limits or {}
+    failed: dict[str, list[str]] = {ROLE_RETRIEVAL: [], ROLE_GROUNDING: [], ROLE_ANSWER: []}
     reasons = []
-    if retrieval_bad:
-        reasons.append(f"context_precision {scores.context_precision:.2f} < {thresholds.context_precision}")
-    if hallucination:
-        reasons.append(f"faithfulness {scores.faithfulness:.2f} < {thresholds.faithfulness}")
-    if off_topic:
-        reasons.append(f"answer_relevancy {scores.answer_relevancy:.2f} < {thresholds.answer_relevancy}")
+    for name, value in scores.values.items():
+        spec = BY_NAME[name]
+        limit = limits.get(name, spec.threshold)
+        if value is None or spec.role not in failed or value >= limit:
+            continue
+        failed[spec.role].append(name)
+        reasons.append(f"{name} {value:.2f} < {limit:g}")
+    retrieval_bad = bool(failed[ROLE_RETRIEVAL])
+    # off-topic contexts explain an off-topic answer; only a hallucination is generation's own fault
+    generation_bad = bool(failed[ROLE_GROUNDING]) or (bool(failed[ROLE_ANSWER]) and not retrieval_bad)
     reason = "; ".join(reasons) or "all scores at or above thresholds"
     if retrieval_bad and generation_bad:
         return sc.VERDICT_BOTH, reason

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from ..types import RagTrace, Scores
@@ -28,3 +29,30 @@ class Judge(Protocol):
     async def score(self, trace: RagTrace) -> Scores: ...
 
     async def aclose(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class EvalRequest:
+    """What offline evaluation (``ragmon eval``) asks of a judge beyond the reference-free metrics.
+
+    ``reference`` is the golden row's reference answer (enables context recall and answer
+    correctness); ``citation_pattern`` is a regular expression whose first group is a citation
+    marker's key (``1`` in ``[1]``, ``doc-7`` in ``[doc-7]``), None to skip citation metrics;
+    ``expect_abstention`` marks a ``no_answer`` question (enables the abstention metric).
+    """
+
+    reference: str | None = None
+    citation_pattern: str | None = None
+    expect_abstention: bool = False
+
+
+@runtime_checkable
+class EvalJudge(Judge, Protocol):
+    """A judge that also scores the offline metrics of ``EvalRequest`` (both built-in judges do).
+
+    ``score_for_eval`` returns the same reference-free scores as ``score`` plus every offline
+    metric the request enables (``context_recall``, ``answer_correctness``, ``abstention``,
+    ``citation_*``), with the same error contract as ``score``.
+    """
+
+    async def score_for_eval(self, trace: RagTrace, request: EvalRequest) -> Scores: ...

@@ -266,9 +266,11 @@ class LlmJudge:
         claim_verdicts = [v for _, v in verdict.claims]
         relevancy = await self._answer_relevancy(inp.question, verdict.questions, verdict.noncommittal, usage)
         return Scores(
-            faithfulness=formulas.faithfulness(claim_verdicts) if n else None,
-            answer_relevancy=relevancy,
-            context_precision=formulas.context_precision(verdict.context_relevant),
+            {
+                sc.METRIC_FAITHFULNESS: formulas.faithfulness(claim_verdicts) if n else None,
+                sc.METRIC_ANSWER_RELEVANCY: relevancy,
+                sc.METRIC_CONTEXT_PRECISION: formulas.context_precision(verdict.context_relevant),
+            },
             judge=self.name,
             details={
                 "claims": [{"claim": c, "supported": v} for c, v in verdict.claims],
@@ -319,9 +321,11 @@ class LlmJudge:
         relevancy = await self._answer_relevancy(inp.question, [q for q, _ in generated if q], noncommittal, usage)
         relevant = [t.result() for t in context_tasks]
         return Scores(
-            faithfulness=formulas.faithfulness(nli) if inp.contexts else None,
-            answer_relevancy=relevancy,
-            context_precision=formulas.context_precision(relevant),
+            {
+                sc.METRIC_FAITHFULNESS: formulas.faithfulness(nli) if inp.contexts else None,
+                sc.METRIC_ANSWER_RELEVANCY: relevancy,
+                sc.METRIC_CONTEXT_PRECISION: formulas.context_precision(relevant),
+            },
             judge=self.name,
             details={
                 "claims": [{"claim": s, "supported": v} for s, v in zip(statements, nli, strict=False)],

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import semconv as sc
 from ..types import RagTrace, Scores
 from . import local_model
 from .claims import (
@@ -210,9 +211,11 @@ class LocalJudge:
         details["reason"] = self._reason(faithfulness, relevancy, precision, details)
         self._add_time("combine", time.perf_counter() - t0)
         return Scores(
-            faithfulness=faithfulness,
-            answer_relevancy=relevancy,
-            context_precision=precision,
+            {
+                sc.METRIC_FAITHFULNESS: faithfulness,
+                sc.METRIC_ANSWER_RELEVANCY: relevancy,
+                sc.METRIC_CONTEXT_PRECISION: precision,
+            },
             judge=self.name,
             details=details,
         )

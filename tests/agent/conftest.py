@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 import pytest
 from prometheus_client import CollectorRegistry
 
+from ragmon import semconv as sc
 from ragmon.agent import Agent
 from ragmon.config import load_agent_config
 from ragmon.errors import JudgeBudgetExceeded, JudgeReplyError
@@ -33,8 +34,10 @@ class ScriptedJudge:
             raise JudgeBudgetExceeded("daily budget exhausted")
         if "broken" in answer:
             raise JudgeReplyError("judge reply was not JSON")
-        return Scores(faithfulness=0.9, answer_relevancy=0.8, context_precision=0.7, judge=self.name,
-                      details={"reason": "scripted"})
+        return Scores(
+            {sc.METRIC_FAITHFULNESS: 0.9, sc.METRIC_ANSWER_RELEVANCY: 0.8, sc.METRIC_CONTEXT_PRECISION: 0.7},
+            judge=self.name, details={"reason": "scripted"},
+        )
 
     async def aclose(self) -> None:
         return None

@@ -6,10 +6,10 @@ from ragmon import semconv as sc
 from ragmon.export.latency import SlidingQuantile
 from ragmon.export.metrics import LabelLimiter
 from ragmon.export.worst import WorstTraces
-from ragmon.scoring.diagnosis import DiagnosisThresholds, diagnose
+from ragmon.scoring.diagnosis import diagnose, thresholds
 from ragmon.types import Scores
 
-T = DiagnosisThresholds(0.5, 0.5, 0.5)
+T = thresholds()
 
 
 @pytest.mark.parametrize(
@@ -26,7 +26,9 @@ T = DiagnosisThresholds(0.5, 0.5, 0.5)
     ],
 )
 def test_diagnosis_table(cp, f, ar, verdict):
-    got, reason = diagnose(Scores(faithfulness=f, answer_relevancy=ar, context_precision=cp), T)
+    got, reason = diagnose(
+        Scores({sc.METRIC_FAITHFULNESS: f, sc.METRIC_ANSWER_RELEVANCY: ar, sc.METRIC_CONTEXT_PRECISION: cp}), T
+    )
     assert got == verdict
     assert reason
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ragmon import semconv as sc
 from ragmon.demo.failures import FailureKind
 from ragmon.demo.separation import measure, report
 from ragmon.demo.text import content_tokens, sentences
@@ -17,9 +18,11 @@ def oracle(question: str, contexts: Sequence[str], answer: str) -> Scores:
     claims = sentences(answer)
     q = set(content_tokens(question))
     return Scores(
-        faithfulness=sum(c in known for c in claims) / len(claims),
-        answer_relevancy=1.0 if q & set(content_tokens(answer)) else 0.0,
-        context_precision=1.0 if q & set(content_tokens(contexts[0])) else 0.0,
+        {
+            sc.METRIC_FAITHFULNESS: sum(c in known for c in claims) / len(claims),
+            sc.METRIC_ANSWER_RELEVANCY: 1.0 if q & set(content_tokens(answer)) else 0.0,
+            sc.METRIC_CONTEXT_PRECISION: 1.0 if q & set(content_tokens(contexts[0])) else 0.0,
+        },
         judge="oracle",
     )
 

@@ -12,7 +12,7 @@ from ragmon.demo.failures import Contradiction, FailureKind
 from ragmon.demo.summary import SECTION_TITLES, AgentCounts, DemoView, progress_line, render
 from ragmon.demo.tracker import DemoTracker
 from ragmon.export.metrics import AgentMetrics
-from ragmon.scoring.diagnosis import DiagnosisThresholds
+from ragmon.scoring.diagnosis import thresholds as diagnosis_thresholds
 from ragmon.types import RagTrace, Scores
 
 SERVICE = "ragmon-demo"
@@ -24,11 +24,11 @@ def _answer(trace_id: str, kind: FailureKind, retrieval_s: float = 0.03) -> Demo
 
 def _scored(tracker: DemoTracker, trace_id: str, verdict: str, retrieval_s: float = 0.03, **scores: float) -> None:
     trace = RagTrace(trace_id=trace_id, service=SERVICE, pipeline="support_bot", retrieval_latency_s=retrieval_s)
-    tracker.on_scores(trace, Scores(judge="local", **scores), verdict)
+    tracker.on_scores(trace, Scores(scores, judge="local"), verdict)
 
 
 def _filled_tracker() -> DemoTracker:
-    t = DemoTracker(DiagnosisThresholds(0.5, 0.5, 0.5), slow_threshold_s=0.5)
+    t = DemoTracker(diagnosis_thresholds(), slow_threshold_s=0.5)
     good = {"faithfulness": 0.95, "answer_relevancy": 0.9, "context_precision": 1.0}
     t.record_request(_answer("a1", FailureKind.HEALTHY))
     _scored(t, "a1", sc.VERDICT_OK, **good)

@@ -8,6 +8,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from ragmon import semconv as sc
 from ragmon.config import AgentConfig, load_agent_config
 from ragmon.types import RagTrace, Scores
 
@@ -41,7 +42,10 @@ class SleepyJudge:
             if self.delay_s:
                 await asyncio.sleep(self.delay_s)
             self.scored.append(trace.trace_id)
-            return Scores(faithfulness=0.9, answer_relevancy=0.8, context_precision=0.7, judge=self.name)
+            return Scores(
+                {sc.METRIC_FAITHFULNESS: 0.9, sc.METRIC_ANSWER_RELEVANCY: 0.8, sc.METRIC_CONTEXT_PRECISION: 0.7},
+                judge=self.name,
+            )
         finally:
             self.active -= 1
 

@@ -22,6 +22,7 @@ from prometheus_client import CollectorRegistry
 
 from ragmon import semconv as sc
 from ragmon.agent import Agent
+from ragmon.quality import ONLINE_NAMES
 from tests.helpers.scrape import scrape
 from tests.helpers.traffic import OtlpTraffic
 
@@ -70,7 +71,7 @@ async def test_round_trip_sdk_exporter_broker_agent_metrics(kafka: Broker, topic
     assert metrics.value("ragmon_spans_received_total", source="kafka") == 6 * 3
     assert metrics.value("ragmon_traces_received_total", service="kafka-svc", pipeline="support") == 6
     assert metrics.value("ragmon_traces_scored_total", judge=judge) == 6
-    for metric in sc.SCORE_METRICS:
+    for metric in ONLINE_NAMES:
         assert metrics.value("ragmon_score_ratio_count", judge=judge, metric=metric) == 6
     assert metrics.value("ragmon_retrieval_latency_seconds_count", pipeline="support") == 6
     assert metrics.value("ragmon_kafka_messages_consumed_total", topic=topic) == traffic.exporter.sent_messages

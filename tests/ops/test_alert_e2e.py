@@ -28,12 +28,15 @@ import yaml
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
+from ragmon import semconv as sc
 from ragmon.agent import Agent
 from ragmon.config import load_agent_config
 from tests.helpers.traffic import OtlpTraffic, Request
 
 from .conftest import REPO, require_binary
 from .stack import Alertmanager, Prometheus, scrape_config, shrink_rules, wait_for
+
+FAITH = sc.METRIC_FAITHFULNESS
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.timeout(420)]
 
@@ -189,7 +192,7 @@ async def test_faithfulness_drop_pages_and_resolves(tmp_path: Path) -> None:
             traffic = Traffic(f"http://127.0.0.1:{agent.receiver_port}/v1/traces")
             agent.add_listener(
                 lambda trace, s, verdict: (
-                    scores[traffic.faithful].append(s.faithfulness) if s.faithfulness is not None else None
+                    scores[traffic.faithful].append(s.get(FAITH)) if s.get(FAITH) is not None else None
                 )
             )
             async with background(traffic.run()):

@@ -22,6 +22,10 @@ from ragmon.types import Document, RagTrace, Scores
 from tests.fakes.clock import ManualClock
 from tests.fakes.openai_server import FakeOpenAI, Reply, fenced_payload
 
+FAITH = sc.METRIC_FAITHFULNESS
+RELEVANCY = sc.METRIC_ANSWER_RELEVANCY
+PRECISION = sc.METRIC_CONTEXT_PRECISION
+
 QUESTION = "What is the capital of France?"
 ANSWER = "Paris is the capital of France. Paris has ten million cats."
 CONTEXTS = ("Paris is the capital and largest city of France.", "Bananas are yellow.", "France is in Europe.")
@@ -81,10 +85,10 @@ async def test_compact_mode_is_one_chat_call_with_the_ragas_formulas(server, mak
     scores = await judge.score(trace())
 
     assert scores.judge == "llm"
-    assert scores.faithfulness == pytest.approx(2 / 3)
-    assert scores.context_precision == pytest.approx((1 / 1 + 2 / 3) / 2)
-    assert scores.answer_relevancy is not None
-    assert 0.5 < scores.answer_relevancy <= 1.0  # the hashed embeddings share most words
+    assert scores.get(FAITH) == pytest.approx(2 / 3)
+    assert scores.get(PRECISION) == pytest.approx((1 / 1 + 2 / 3) / 2)
+    assert scores.get(RELEVANCY) is not None
+    assert 0.5 < scores.get(RELEVANCY) <= 1.0  # the hashed embeddings share most words
     assert scores.details["calls"] == 2  # one chat call + one embeddings call
     assert scores.details["claims"][1] == {"claim": "Paris has ten million cats.", "supported": False}
 
@@ -120,16 +124,16 @@ async def test_answer_relevancy_uses_the_agents_minilm_embedder(server, make_jud
     on_topic = await judge.score(trace())
     server.enqueue(Reply.json({**COMPACT_REPLY, "questions": ["How do I bake sourdough bread at home?"]}))
     off_topic = await judge.score(trace(answer="Bake it at 230 degrees."))
-    assert on_topic.answer_relevancy > 0.8
-    assert off_topic.answer_relevancy < 0.3
+    assert on_topic.get(RELEVANCY) > 0.8
+    assert off_topic.get(RELEVANCY) < 0.3
     assert [r.path for r in server.requests] == ["/v1/chat/completions"] * 2  # no embeddings endpoint used
 
 
 async def test_noncommittal_answer_scores_zero_relevancy(server, make_judge):
     server.enqueue(Reply.json({**COMPACT_REPLY, "claims": [], "noncommittal": True}))
     scores = await make_judge().score(trace(answer="I don't know."))
-    assert scores.answer_relevancy == 0.0
-    assert scores.faithfulness is None  # no claims: documented as not computable
+    assert scores.get(RELEVANCY) == 0.0
+    assert scores.get(FAITH) is None  # no claims: documented as not computable
     assert scores.as_dict().keys() == {"answer_relevancy", "context_precision"}
 
 
@@ -166,9 +170,9 @@ async def test_parity_mode_follows_ragas_call_by_call(server, make_judge, metric
     judge = make_judge(mode="parity")
     scores = await judge.score(trace())
 
-    assert scores.faithfulness == pytest.approx(0.5)
-    assert scores.context_precision == pytest.approx((1 / 2 + 2 / 3) / 2)
-    assert scores.answer_relevancy > 0.5
+    assert scores.get(FAITH) == pytest.approx(0.5)
+    assert scores.get(PRECISION) == pytest.approx((1 / 2 + 2 / 3) / 2)
+    assert scores.get(RELEVANCY) > 0.5
     # 1 statements + 1 NLI + 3 questions + 3 contexts = 8 chat calls, + 1 embeddings call
     assert len(server.chat_requests) == 8
     assert scores.details["calls"] == 9
@@ -184,9 +188,9 @@ async def test_parity_mode_noncommittal_if_any_generation_says_so(server, make_j
         context_verdicts=dict.fromkeys(CONTEXTS, 1),
     )
     scores = await make_judge(mode="parity").score(trace())
-    assert scores.answer_relevancy == 0.0
-    assert scores.faithfulness == 1.0
-    assert scores.context_precision == pytest.approx(1.0)
+    assert scores.get(RELEVANCY) == 0.0
+    assert scores.get(FAITH) == 1.0
+    assert scores.get(PRECISION) == pytest.approx(1.0)
 
 
 async def test_identical_content_is_judged_once_within_the_ttl(server, make_judge, metrics):
@@ -195,7 +199,7 @@ async def test_identical_content_is_judged_once_within_the_ttl(server, make_judg
     first = await judge.score(trace(trace_id="01" * 16))
     second = await judge.score(trace(trace_id="02" * 16))  # another trace, same content
     assert len(server.chat_requests) == 1
-    assert second.faithfulness == first.faithfulness
+    assert second.get(FAITH) == first.get(FAITH)
     assert second.details["cached"] is True and second.prompt_tokens == 0
     assert value(metrics, "ragmon_judge_cache_hits_total", judge="llm") == 1
 
@@ -214,7 +218,7 @@ async def test_failures_are_not_cached(server, make_judge):
     with pytest.raises(JudgeHTTPError):
         await judge.score(trace())
     scores = await judge.score(trace())
-    assert scores.faithfulness == pytest.approx(2 / 3)
+    assert scores.get(FAITH) == pytest.approx(2 / 3)
 
 
 async def test_token_budget_skips_traces_without_calling_and_recovers_next_window(server, make_judge, metrics):
@@ -233,7 +237,7 @@ async def test_token_budget_skips_traces_without_calling_and_recovers_next_windo
 
     wall.advance(60)
     scores = await judge.score(trace(answer="Another answer."))
-    assert scores.faithfulness is not None
+    assert scores.get(FAITH) is not None
     assert len(server.chat_requests) == 2
 
 
@@ -291,7 +295,7 @@ async def test_build_judge_from_agent_config(server, metrics):
         assert isinstance(judge, LlmJudge) and judge.name == "llm"
         scores = await judge.score(trace())
         # the default responder: the first sentence is in the contexts, the second is not
-        assert scores.faithfulness == pytest.approx(0.5)
+        assert scores.get(FAITH) == pytest.approx(0.5)
         assert server.chat_requests[0].headers["Authorization"] == "Bearer k"
         assert value(metrics, "ragmon_judge_budget_remaining_tokens", window="day") < 50_000
     finally:
@@ -308,7 +312,7 @@ async def test_identical_content_in_flight_at_once_is_judged_once(server, make_j
     judge = make_judge()
     first, second = await asyncio.gather(judge.score(trace(trace_id="01" * 16)), judge.score(trace(trace_id="02" * 16)))
     assert len(server.chat_requests) == 1
-    assert first.faithfulness == second.faithfulness == pytest.approx(2 / 3)
+    assert first.get(FAITH) == second.get(FAITH) == pytest.approx(2 / 3)
     assert value(metrics, "ragmon_judge_cache_hits_total", judge="llm") == 1
 
 

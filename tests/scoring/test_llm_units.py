@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from ragmon import semconv as sc
 from ragmon.errors import JudgeBudgetExceeded
 from ragmon.scoring.budget import TokenBudget
 from ragmon.scoring.cache import TtlCache, content_key
@@ -16,6 +17,8 @@ from ragmon.scoring.resilience import Backoff, CircuitBreaker, RateLimiter, pars
 from ragmon.types import Document, RagTrace
 from tests.fakes.clock import ManualClock
 from tests.fakes.openai_server import FakeOpenAI, Reply
+
+PRECISION = sc.METRIC_CONTEXT_PRECISION
 
 
 def test_parse_retry_after():
@@ -153,6 +156,6 @@ async def test_concurrency_bound_holds_over_real_http():
             results = await asyncio.gather(*(judge.score(t) for t in traces))
         finally:
             await judge.aclose()
-        assert all(r.context_precision == pytest.approx(1.0) for r in results)
+        assert all(r.get(PRECISION) == pytest.approx(1.0) for r in results)
         assert len(server.chat_requests) == 6
         assert server.max_in_flight == 2

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import pytest
 
+from ragmon import semconv as sc
 from ragmon.errors import ModelError
 from ragmon.scoring.judge import Judge
 from ragmon.scoring.local import LocalJudge
 from ragmon.types import Document, RagTrace
+
+FAITH = sc.METRIC_FAITHFULNESS
+RELEVANCY = sc.METRIC_ANSWER_RELEVANCY
+PRECISION = sc.METRIC_CONTEXT_PRECISION
 
 CONTEXTS = [
     "The Eiffel Tower is 330 metres tall and was completed in 1889. It stands on the Champ de Mars in Paris.",
@@ -39,10 +44,10 @@ def test_is_a_judge(judge: LocalJudge) -> None:
 def test_faithful_answer_scores_high(judge: LocalJudge) -> None:
     s = judge.score_sync(QUESTION, CONTEXTS, FAITHFUL)
     assert s.judge == "local"
-    for value in (s.faithfulness, s.answer_relevancy, s.context_precision):
+    for value in (s.get(FAITH), s.get(RELEVANCY), s.get(PRECISION)):
         assert value is not None and 0.0 <= value <= 1.0
-    assert s.faithfulness is not None and s.faithfulness > 0.7
-    assert s.answer_relevancy is not None and s.answer_relevancy > 0.7
+    assert s.get(FAITH) is not None and s.get(FAITH) > 0.7
+    assert s.get(RELEVANCY) is not None and s.get(RELEVANCY) > 0.7
 
 
 @pytest.mark.parametrize(
@@ -66,8 +71,8 @@ def test_contradictions_score_lower(
 ) -> None:
     faithful = judge.score_sync(question, contexts, good)
     broken = judge.score_sync(question, contexts, bad)
-    assert faithful.faithfulness is not None and broken.faithfulness is not None
-    assert broken.faithfulness < 0.5 < faithful.faithfulness
+    assert faithful.get(FAITH) is not None and broken.get(FAITH) is not None
+    assert broken.get(FAITH) < 0.5 < faithful.get(FAITH)
     assert reason_word in str(broken.details["faithfulness_reason"]).lower()
     assert broken.details["least_supported_claim"]
 
@@ -77,9 +82,9 @@ def test_off_topic_answer_scores_low_relevancy(judge: LocalJudge) -> None:
     off_topic = judge.score_sync(
         BANK_QUESTION, BANK_CONTEXTS, "Bananas are a good source of potassium and grow in warm climates."
     )
-    assert on_topic.answer_relevancy is not None and off_topic.answer_relevancy is not None
-    assert off_topic.answer_relevancy < 0.3 < 0.7 < on_topic.answer_relevancy
-    assert off_topic.faithfulness is not None and off_topic.faithfulness < 0.5
+    assert on_topic.get(RELEVANCY) is not None and off_topic.get(RELEVANCY) is not None
+    assert off_topic.get(RELEVANCY) < 0.3 < 0.7 < on_topic.get(RELEVANCY)
+    assert off_topic.get(FAITH) is not None and off_topic.get(FAITH) < 0.5
     assert "answer_relevancy_reason" in off_topic.details
 
 
@@ -91,14 +96,14 @@ def test_irrelevant_contexts_lower_context_precision(judge: LocalJudge) -> None:
     hit = judge.score_sync(QUESTION, CONTEXTS[:2], FAITHFUL)
     miss = judge.score_sync(QUESTION, noise, FAITHFUL)
     late = judge.score_sync(QUESTION, noise + CONTEXTS[:1], FAITHFUL)
-    assert hit.context_precision is not None and miss.context_precision is not None
-    assert late.context_precision is not None
-    assert miss.context_precision < 0.2 < late.context_precision < 0.8 < hit.context_precision
+    assert hit.get(PRECISION) is not None and miss.get(PRECISION) is not None
+    assert late.get(PRECISION) is not None
+    assert miss.get(PRECISION) < 0.2 < late.get(PRECISION) < 0.8 < hit.get(PRECISION)
     assert miss.details["irrelevant_contexts"] == [0, 1]
     assert len(late.details["context_relevance"]) == 3
     # the answer is not supported by the wrong contexts either
-    assert miss.faithfulness is not None and hit.faithfulness is not None
-    assert miss.faithfulness < hit.faithfulness
+    assert miss.get(FAITH) is not None and hit.get(FAITH) is not None
+    assert miss.get(FAITH) < hit.get(FAITH)
 
 
 def test_same_domain_retrieval_miss_gets_low_context_precision(judge: LocalJudge) -> None:
@@ -113,22 +118,22 @@ def test_same_domain_retrieval_miss_gets_low_context_precision(judge: LocalJudge
     answer = "A Northwind Bank savings account pays 2.5% interest per year."
     miss = judge.score_sync(BANK_QUESTION, wrong_topic, answer)
     hit = judge.score_sync(BANK_QUESTION, BANK_CONTEXTS, answer)
-    assert miss.context_precision is not None and hit.context_precision is not None
-    assert miss.context_precision < 0.5 <= hit.context_precision
+    assert miss.get(PRECISION) is not None and hit.get(PRECISION) is not None
+    assert miss.get(PRECISION) < 0.5 <= hit.get(PRECISION)
     assert miss.details["irrelevant_contexts"] == [0, 1, 2]
     assert miss.details["context_precision_reason"]
 
 
 def test_missing_parts_give_none(judge: LocalJudge) -> None:
     no_answer = judge.score_sync(QUESTION, CONTEXTS, None)
-    assert no_answer.faithfulness is None and no_answer.answer_relevancy is None
-    assert no_answer.context_precision is not None
+    assert no_answer.get(FAITH) is None and no_answer.get(RELEVANCY) is None
+    assert no_answer.get(PRECISION) is not None
     no_question = judge.score_sync(None, CONTEXTS, FAITHFUL)
-    assert no_question.answer_relevancy is None and no_question.context_precision is None
-    assert no_question.faithfulness is not None
+    assert no_question.get(RELEVANCY) is None and no_question.get(PRECISION) is None
+    assert no_question.get(FAITH) is not None
     no_contexts = judge.score_sync(QUESTION, [], FAITHFUL)
-    assert no_contexts.context_precision is None
-    assert no_contexts.faithfulness == 0.0
+    assert no_contexts.get(PRECISION) is None
+    assert no_contexts.get(FAITH) == 0.0
     blank = judge.score_sync("  ", ["", "  "], "")
     assert blank.as_dict() == {}
 

@@ -1,0 +1,123 @@
+"""The quality-metric table: one row per metric that a judge or the evaluator produces.
+
+Every room that needs to know "which quality metrics exist" reads this table instead of naming
+metrics itself: ``Scores`` validates its keys against it, diagnosis reads each metric's role and
+default threshold, the agent's config generates one threshold setting per online metric, the
+calibration report finds the human label to compare with, the demo summary its titles, and the
+rule and dashboard generators their alerts and panels. Adding a metric is one row here, its
+formula, and the judge code that computes it.
+
+This module imports only the standard library and ``semconv`` so that the ops generators
+(``deploy/prometheus/generate_rules.py``, ``grafana/generate_dashboard.py``) can load it from a
+bare checkout without installing ragmon.
+
+Diagnosis roles (see ``scoring/diagnosis.py``):
+
+* ``retrieval`` — a low value blames retrieval (the contexts are wrong or incomplete);
+* ``grounding`` — a low value blames generation even when retrieval is bad too (the answer
+  claims what no context says: a hallucination);
+* ``answer`` — a low value blames generation only when retrieval looks fine (an off-topic or
+  wrong answer built from the wrong documents is retrieval's fault);
+* ``""`` — reported, never used for the verdict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from . import semconv as sc
+
+STAGE_RETRIEVAL: Final = "retrieval"
+STAGE_GENERATION: Final = "generation"
+
+ROLE_RETRIEVAL: Final = "retrieval"
+ROLE_GROUNDING: Final = "grounding"
+ROLE_ANSWER: Final = "answer"
+ROLE_NONE: Final = ""
+
+
+@dataclass(frozen=True, slots=True)
+class QualityMetric:
+    """One quality metric. Values are ratios in [0, 1]; higher is better for every row."""
+
+    name: str  # the `metric` label value on ragmon_score_ratio and the eval report's key
+    title: str  # human wording, lower case ("answer relevancy")
+    alert: str  # CamelCase stem of its alert names (RagmonFaithfulnessDrop)
+    stage: str  # STAGE_*: the RAG stage a low value points at first
+    role: str  # ROLE_*: how diagnosis uses it
+    threshold: float  # default diagnosis threshold: below it the metric counts as failed
+    floor: float  # absolute floor of the 1h mean for the floor alert (online metrics)
+    needs_reference: bool  # needs a reference answer (ground truth): offline only
+    online: bool  # judged on live traffic by the agent (recorded on /metrics, alerted on)
+    label: str | None  # the human label it is calibrated against (calibration datasets), if any
+    description: str
+
+
+QUALITY_METRICS: Final[tuple[QualityMetric, ...]] = (
+    QualityMetric(
+        sc.METRIC_FAITHFULNESS, "faithfulness", "Faithfulness", STAGE_GENERATION, ROLE_GROUNDING,
+        0.5, 0.5, needs_reference=False, online=True, label="faithful",
+        description="Share of the answer's claims that the retrieved contexts support.",
+    ),
+    QualityMetric(
+        sc.METRIC_ANSWER_RELEVANCY, "answer relevancy", "AnswerRelevancy", STAGE_GENERATION, ROLE_ANSWER,
+        0.5, 0.5, needs_reference=False, online=True, label="answer_relevant",
+        description="How directly the answer addresses the question (0 for a refusal).",
+    ),
+    QualityMetric(
+        sc.METRIC_CONTEXT_PRECISION, "context precision", "ContextPrecision", STAGE_RETRIEVAL, ROLE_RETRIEVAL,
+        0.5, 0.4, needs_reference=False, online=True, label="context_relevant",
+        description="Rank-weighted share of the retrieved contexts that are relevant to the question.",
+    ),
+    QualityMetric(
+        sc.METRIC_CONTEXT_RECALL, "context recall", "ContextRecall", STAGE_RETRIEVAL, ROLE_RETRIEVAL,
+        0.5, 0.5, needs_reference=True, online=False, label=None,
+        description="Share of the reference answer's claims that the retrieved contexts support.",
+    ),
+    QualityMetric(
+        sc.METRIC_ANSWER_CORRECTNESS, "answer correctness", "AnswerCorrectness", STAGE_GENERATION, ROLE_ANSWER,
+        0.5, 0.5, needs_reference=True, online=False, label=None,
+        description="Agreement with the reference answer: claim-level F1 blended with semantic similarity.",
+    ),
+    QualityMetric(
+        sc.METRIC_ABSTENTION, "abstention", "Abstention", STAGE_GENERATION, ROLE_ANSWER,
+        0.5, 0.5, needs_reference=False, online=False, label=None,
+        description="no_answer questions: 1 when the app declined to answer, 0 when it invented one.",
+    ),
+    QualityMetric(
+        sc.METRIC_CITATION_PRESENCE, "citation presence", "CitationPresence", STAGE_GENERATION, ROLE_NONE,
+        0.5, 0.5, needs_reference=False, online=False, label=None,
+        description="Share of the answer's claims that carry a citation marker.",
+    ),
+    QualityMetric(
+        sc.METRIC_CITATION_CORRECTNESS, "citation correctness", "CitationCorrectness", STAGE_GENERATION,
+        ROLE_NONE, 0.5, 0.5, needs_reference=False, online=False, label=None,
+        description="Share of cited claims whose cited context supports them.",
+    ),
+    QualityMetric(
+        sc.METRIC_CITATION_COVERAGE, "citation coverage", "CitationCoverage", STAGE_GENERATION, ROLE_NONE,
+        0.5, 0.5, needs_reference=False, online=False, label=None,
+        description="Share of the answer's claims that are cited and correctly supported by their citation.",
+    ),
+)
+
+BY_NAME: Final[Mapping[str, QualityMetric]] = {m.name: m for m in QUALITY_METRICS}
+NAMES: Final[tuple[str, ...]] = tuple(m.name for m in QUALITY_METRICS)
+# The reference-free metrics the agent judges on live traffic, in table order.
+ONLINE: Final[tuple[QualityMetric, ...]] = tuple(m for m in QUALITY_METRICS if m.online)
+ONLINE_NAMES: Final[tuple[str, ...]] = tuple(m.name for m in ONLINE)
+
+
+def metric(name: str) -> QualityMetric:
+    """The table row of ``name``; KeyError naming the known metrics otherwise."""
+    try:
+        return BY_NAME[name]
+    except KeyError:
+        raise KeyError(f"unknown quality metric {name!r}; known: {', '.join(NAMES)}") from None
+
+
+def default_thresholds() -> dict[str, float]:
+    """Diagnosis thresholds of every metric, from the table."""
+    return {m.name: m.threshold for m in QUALITY_METRICS}
