@@ -17,16 +17,18 @@ Duck-typed, with no import of the libraries whose shapes we read:
 
 The id comes from the document when it has one (its own id, else an id-like metadata key, else
 ``source#<hash>`` so chunks of one file stay distinct), and otherwise is a stable content hash.
+The hash rule lives in :mod:`ragmon.doc_ids`, shared with the agent's extractor.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from ..doc_ids import content_id, source_chunk_id
 
 ID_KEYS = ("id", "doc_id", "document_id", "chunk_id", "_id", "node_id")
 CONTENT_KEYS = ("content", "text", "page_content", "document", "chunk", "body")
@@ -34,7 +36,6 @@ SCORE_KEYS = ("score", "similarity", "relevance_score", "_score")
 METADATA_KEYS = ("metadata", "meta", "payload", "_source")
 SOURCE_KEY = "source"
 _KNOWN_KEYS = frozenset((*ID_KEYS, *CONTENT_KEYS, *SCORE_KEYS))
-HASH_CHARS = 16
 
 
 class UnsupportedDocument(TypeError):
@@ -49,21 +50,20 @@ class DocRecord:
     metadata: Mapping[str, Any] | None
 
 
-def content_hash(text: str) -> str:
-    """Stable id for a document without one: a sha256 prefix of its text."""
-    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:HASH_CHARS]
+content_hash = content_id
+"""Stable id for a document without one (:func:`ragmon.doc_ids.content_id`)."""
 
 
 def to_record(item: Any) -> DocRecord:
     """Read one retriever result item. Raises :class:`UnsupportedDocument` (or whatever a
     misbehaving property raises); callers skip such items and count them."""
     if isinstance(item, str):
-        return DocRecord(content_hash(item), item, None, None)
+        return DocRecord(content_id(item), item, None, None)
     if type(item) is dict:  # the most common shape: skip the isinstance chain
         return _from_mapping(item)
     if isinstance(item, bytes | bytearray):
         text = bytes(item).decode("utf-8", "replace")
-        return DocRecord(content_hash(text), text, None, None)
+        return DocRecord(content_id(text), text, None, None)
     if isinstance(item, tuple) and len(item) == 2 and _is_number(item[1]):
         inner = to_record(item[0])
         return DocRecord(inner.id, inner.content, _score(item[1]), inner.metadata)
@@ -170,9 +170,8 @@ def _resolve_id(doc_id: Any, content: str | None, metadata: Mapping[str, Any] | 
             return str(meta_id)
         source = metadata.get(SOURCE_KEY)
         if source is not None and source != "":
-            # Many chunks share one source file; the hash keeps their ids distinct and stable.
-            return f"{source}#{content_hash(content or '')[:8]}"
-    return content_hash(content or "")
+            return source_chunk_id(source, content)
+    return content_id(content or "")
 
 
 def _first(mapping: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
