@@ -1,4 +1,4 @@
-"""``ragmon agent | demo | calibrate | version``.
+"""``ragmon agent | demo | calibrate | eval | version``.
 
 Every agent flag is generated from ``ragmon.config.AGENT_SETTINGS`` so that flags, env
 vars and the README's table cannot drift apart. Flags default to None so that the
@@ -116,6 +116,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     calibrate.add_arguments(cal)
     cal.set_defaults(func=calibrate.run)
+
+    from .evaluation import command as eval_command
+
+    evaluate = sub.add_parser(
+        "eval", help="evaluate a RAG app against a golden set (IR metrics, judges, CI gate)",
+        description="Run a golden set through your app (in-process, or recorded responses / OTLP traces), "
+        "measure retrieval against the gold documents and generation with the agent's judges, compare "
+        "with a baseline and gate. Exit 0 passed, 1 gate failed, 2 bad usage or input.",
+    )
+    eval_command.add_arguments(evaluate)
+    evaluate.set_defaults(func=eval_command.run)
 
     version = sub.add_parser("version", help="print the version")
     version.set_defaults(func=_cmd_version)

@@ -14,7 +14,10 @@
     │   ├── JudgeReplyError         reply not valid JSON / wrong schema after the repair attempt
     │   ├── JudgeCircuitOpenError   circuit breaker open: endpoint considered down
     │   └── JudgeBudgetExceeded     token budget exhausted (the trace is *skipped*, not failed)
-    └── ModelError                  local model file missing or checksum mismatch
+    ├── ModelError                  local model file missing or checksum mismatch
+    ├── EvalInputError              ragmon eval: an input cannot be used at all (exit code 2)
+    ├── GateRuleError               ragmon eval: a gate rule does not parse (also a ValueError)
+    └── PushgatewayError            ragmon eval: the run's aggregates could not be pushed
 """
 
 from __future__ import annotations
@@ -92,3 +95,26 @@ class JudgeBudgetExceeded(JudgeError):
 
 class ModelError(RagmonError):
     """The local judge's model file is missing, unreadable or fails its checksum."""
+
+
+class EvalInputError(RagmonError):
+    """An evaluation input cannot be used at all: unreadable file, bad ``--app`` spec, ...
+
+    (One bad *row* is never this: it becomes a ``RowProblem``.) ``ragmon eval`` exits with code 2.
+    """
+
+
+class GateRuleError(RagmonError, ValueError):
+    """A gate rule's text does not parse, or its severity is unknown."""
+
+
+class PushgatewayError(RagmonError):
+    """The run's metrics could not be pushed (gateway unreachable, refused, timed out, bad URL).
+
+    ``url`` is the gateway as given; the message says what went wrong. The evaluation itself is
+    complete: callers report this as a warning or a distinct exit code, not as a failed gate.
+    """
+
+    def __init__(self, url: str, message: str) -> None:
+        super().__init__(f"could not push to the Pushgateway at {url}: {message}")
+        self.url = url

@@ -102,6 +102,7 @@ RAGMON_CONTENT_SAMPLED: Final = "ragmon.content.sampled"  # bool: text attached 
 RAGMON_TRUNCATED_FIELDS: Final = "ragmon.truncated_fields"  # list of attribute names cut to the cap
 RAGMON_REDACTED: Final = "ragmon.redacted"  # bool: the redaction hook changed/dropped text
 RAGMON_DOCUMENT_COUNT: Final = "ragmon.retrieval.document_count"
+RAGMON_EVAL_ROW_ID: Final = "ragmon.eval.row_id"  # ties a replayed trace to its golden row (ragmon eval --traces)
 RAGMON_FEEDBACK: Final = "ragmon.feedback"  # "negative" | "positive" | numeric
 RAGMON_SDK_VERSION: Final = "ragmon.sdk.version"
 

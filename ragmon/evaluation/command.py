@@ -1,0 +1,217 @@
+"""``ragmon eval EVALSET (--app MOD:FN | --responses FILE | --traces FILE) [...]``.
+
+Exit codes: 0 the gate passed, 1 the gate failed, 2 bad usage or unreadable input (including an
+unreachable Pushgateway: the run's result would otherwise be lost silently).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, ModelError
+from ..scoring.judge import Judge
+from . import ir
+from .app_runner import DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT_S
+from .gate import GateRuleError
+from .goldenset import EvalInputError
+from .history import save_to_history
+from .junit import render_junit
+from .markdown import render_markdown
+from .pushgateway import PushgatewayError, push_report
+from .row_scoring import DEFAULT_CITATION_PATTERN
+from .run import EvalOptions, evaluate, parse_rules
+from .terminal import Progress, render_summary
+
+log = logging.getLogger("ragmon.eval")
+
+EXIT_PASSED = 0
+EXIT_GATE_FAILED = 1
+EXIT_USAGE = 2
+
+
+def _ks(text: str) -> tuple[int, ...]:
+    try:
+        ks = tuple(sorted({int(part) for part in text.split(",") if part.strip()}))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not ks or ks[0] < 1:
+        raise argparse.ArgumentTypeError(f"cut-offs must be >= 1, got {text!r}")
+    return ks
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("evalset", help="golden set, JSONL: id, question, ground_truth_docs, ... (docs/evaluation.md)")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--app", metavar="MODULE:FUNCTION",
+                        help="your decorated RAG entry point, called in-process with each question")
+    source.add_argument("--responses", metavar="FILE.jsonl",
+                        help="recorded responses: id, retrieved_ids, contexts, answer, latency_s")
+    source.add_argument("--traces", metavar="FILE",
+                        help="OTLP/JSON traces as the OpenTelemetry Collector's file exporter writes them")
+    parser.add_argument("--doc-id-field", default=None, metavar="FIELD",
+                        help="use this document metadata field as the id the gold set refers to")
+    parser.add_argument("--k", type=_ks, default=ir.DEFAULT_KS, metavar="1,3,5,10",
+                        help="cut-offs of hit/recall/precision/ndcg/two-hop recall (default 1,3,5,10)")
+    parser.add_argument("--primary-k", type=int, default=5,
+                        help="cut-off of the primary metric per question type, miss classes and composite (default 5)")
+    parser.add_argument("--judge", choices=("local", "llm", "none"), default="local",
+                        help="generation judge: the offline local model, an LLM, or none (retrieval only)")
+    parser.add_argument("--judge-base-url", default=None, help="OpenAI-compatible base URL (or RAGMON_JUDGE_BASE_URL)")
+    parser.add_argument("--judge-model", default=None, help="chat model for --judge llm (or RAGMON_JUDGE_MODEL)")
+    parser.add_argument("--judge-concurrency", type=int, default=4, help="questions judged at once (default 4)")
+    parser.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY,
+                        help=f"app calls at once (default {DEFAULT_CONCURRENCY})")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
+                        help=f"seconds per app call (default {DEFAULT_TIMEOUT_S:g})")
+    parser.add_argument("--citation-pattern", default=DEFAULT_CITATION_PATTERN,
+                        help="regex of a citation marker; group 1 is a context number or document id "
+                        "(default: [1] / [doc-id]); empty to skip citation metrics")
+    parser.add_argument("--baseline", type=Path, default=None, metavar="OLD.json",
+                        help="compare with a previous report: deltas with paired bootstrap intervals")
+    parser.add_argument("--fail-if", action="append", default=[], metavar="RULE",
+                        help="gate rule that fails the run, e.g. 'recall@5 < 0.85', 'faithfulness drop > 0.08', "
+                        "'retrieval_p95_s > 0.5' (repeatable)")
+    parser.add_argument("--warn-if", action="append", default=[], metavar="RULE", help="gate rule that only warns")
+    parser.add_argument("--no-default-rules", action="store_true",
+                        help="drop the default rules (composite drop > 0.05 warns; faithfulness drop > 0.08 and "
+                        "retrieval_p95_s > 0.5 fail)")
+    parser.add_argument("--significance", type=float, default=None, metavar="ALPHA",
+                        help="fail a drop only when the paired bootstrap p-value is below ALPHA (e.g. 0.05)")
+    parser.add_argument("--bootstrap", type=int, default=2000, metavar="N", help="bootstrap resamples (default 2000)")
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    parser.add_argument("--out", type=Path, default=None, metavar="REPORT.json", help="write the JSON report")
+    parser.add_argument("--markdown", type=Path, default=None, metavar="FILE.md",
+                        help="write a Markdown summary (CI job summary / PR comment)")
+    parser.add_argument("--junit", type=Path, default=None, metavar="FILE.xml", help="write JUnit XML")
+    parser.add_argument("--history", type=Path, default=None, metavar="DIR", help="keep every report in DIR")
+    parser.add_argument("--pushgateway", default=None, metavar="URL",
+                        help="push the aggregates to a Prometheus Pushgateway (job ragmon_eval)")
+    parser.add_argument("--worst", type=int, default=10, help="worst questions listed (default 10)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.add_argument("--quiet", action="store_true", help="no terminal summary")
+
+
+def make_judge(args: argparse.Namespace) -> Judge | None:
+    """The judge the agent would use with the same settings (RAGMON_JUDGE_* honoured)."""
+    if args.judge == "none":
+        return None
+    from ..config import load_agent_config
+
+    config = load_agent_config({"judge": args.judge, "judge_base_url": args.judge_base_url,
+                                "judge_model": args.judge_model})
+    if args.judge == "local":
+        from ..scoring.local import LocalJudge
+
+        return LocalJudge(config.judge_model_path, config.judge_model_sha256)
+    from ..scoring.factory import build_judge
+
+    return build_judge(config, metrics=None)
+
+
+def _options(args: argparse.Namespace) -> EvalOptions:
+    baseline = None
+    if args.baseline is not None:
+        try:
+            baseline = json.loads(args.baseline.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise EvalInputError(f"--baseline {args.baseline}: cannot read a report: {exc}") from exc
+        if not isinstance(baseline, dict) or "rows" not in baseline:
+            raise EvalInputError(f"--baseline {args.baseline}: not a ragmon eval report (no 'rows')")
+    if args.significance is not None and not 0 < args.significance < 1:
+        raise EvalInputError(f"--significance must be between 0 and 1, got {args.significance}")
+    for name in ("concurrency", "judge_concurrency", "bootstrap"):
+        if getattr(args, name) < 1:
+            raise EvalInputError(f"--{name.replace('_', '-')} must be >= 1")
+    if not args.timeout > 0:
+        raise EvalInputError("--timeout must be > 0")
+    try:
+        return EvalOptions(
+            evalset=args.evalset, app=args.app, responses=args.responses, traces=args.traces,
+            doc_id_field=args.doc_id_field, ks=args.k, primary_k=args.primary_k, concurrency=args.concurrency,
+            timeout_s=args.timeout, judge_concurrency=args.judge_concurrency,
+            citation_pattern=args.citation_pattern or None,
+            rules=parse_rules(args.fail_if, args.warn_if, defaults=not args.no_default_rules),
+            baseline=baseline, baseline_path=str(args.baseline or ""), significance=args.significance,
+            n_resamples=args.bootstrap, seed=args.seed, worst=args.worst, judge_label=args.judge,
+        )
+    except ValueError as exc:
+        raise EvalInputError(str(exc)) from exc
+
+
+async def _run(args: argparse.Namespace, options: EvalOptions, judge: Judge | None) -> dict[str, Any]:
+    bars: dict[str, Progress] = {}
+
+    def progress(phase: str, done: int, total: int) -> None:
+        if args.no_progress:
+            return
+        bar = bars.get(phase)
+        if bar is None:
+            bar = bars[phase] = Progress(total, label=phase)
+        bar.advance()
+        if done >= total:
+            bar.close()
+
+    try:
+        return await evaluate(options, judge, progress)
+    finally:
+        for bar in bars.values():
+            bar.close()
+        if judge is not None:
+            await judge.aclose()
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def write_outputs(args: argparse.Namespace, report: dict[str, Any]) -> None:
+    if args.out is not None:
+        _write(args.out, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    if args.markdown is not None:
+        _write(args.markdown, render_markdown(report, worst=args.worst))
+    if args.junit is not None:
+        _write(args.junit, render_junit(report))
+    if args.history is not None:
+        saved = save_to_history(report, args.history)
+        log.info("report kept in %s", saved)
+
+
+def run(args: argparse.Namespace) -> int:
+    """The ``ragmon eval`` command; returns the exit code."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        options = _options(args)
+        judge = make_judge(args)
+        report = asyncio.run(_run(args, options, judge))
+        write_outputs(args, report)
+    except (EvalInputError, GateRuleError) as exc:
+        print(f"ragmon eval: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except (ConfigError, ModelError) as exc:
+        print(f"ragmon eval: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as exc:
+        print(f"ragmon eval: cannot write output: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if not args.quiet:
+        print(render_summary(report, color=sys.stdout.isatty(), worst=args.worst))
+    if args.pushgateway:
+        try:
+            push_report(report, args.pushgateway)
+        except PushgatewayError as exc:
+            print(f"ragmon eval: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    return EXIT_PASSED if report["gate"]["passed"] else EXIT_GATE_FAILED
+
+
+__all__ = ["EXIT_GATE_FAILED", "EXIT_PASSED", "EXIT_USAGE", "add_arguments", "run"]
