@@ -30,7 +30,7 @@ from .export.worst import WorstTraces
 from .ingest.assembler import ClosedTrace, TraceAssembler
 from .ingest.source import SpanSource
 from .scoring.diagnosis import diagnose
-from .scoring.judge import Judge
+from .scoring.judge import CIRCUIT_CLOSED, Judge
 from .scoring.sampler import SamplingPolicy, is_negative_feedback, judgeable_skip_reason
 from .types import RagTrace, Scores, SpanRecord
 
@@ -182,7 +182,7 @@ class Agent:
 
     @property
     def receiver_port(self) -> int | None:
-        return getattr(self._source, "port", None)
+        return self._source.port if self._source is not None else None
 
     @property
     def metrics_port(self) -> int:
@@ -341,7 +341,7 @@ class Agent:
         # An outer bound in case a judge ignores its own timeouts; none for a judge that bounds
         # itself (the LLM judge: a 429 with Retry-After may rightly wait longer than this).
         outer_timeout = self.config.judge_timeout_s * (self.config.judge_max_retries + 2)
-        bounded = getattr(self._judge, "bounds_own_duration", False) is True
+        bounded = self._judge.bounds_own_duration
         try:
             scores = await asyncio.wait_for(self._judge.score(trace), None if bounded else outer_timeout)
         except JudgeBudgetExceeded:
@@ -461,13 +461,15 @@ class Agent:
         source_ready = bool(self._source is not None and self._source.ready())
         judge_state = "ok"
         judge = self._judge
-        if judge is not None and getattr(judge, "circuit_open", False):
+        circuit = judge.circuit_state if judge is not None else CIRCUIT_CLOSED
+        if circuit != CIRCUIT_CLOSED:
             judge_state = "degraded"
         detail = {
             "source": self._source.name if self._source is not None else None,
             "source_ready": source_ready,
             "judge": judge.name if judge is not None else None,
             "judge_state": judge_state,
+            "judge_circuit": circuit,
             "open_traces": self._assembler.open_count,
             "judge_backlog": len(self._in_flight),
         }

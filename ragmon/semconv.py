@@ -151,6 +151,19 @@ M_KAFKA_PAUSED: Final = "ragmon_kafka_paused_seconds"  # counter
 M_KAFKA_DEAD_LETTERS: Final = "ragmon_kafka_dead_letters"  # counter {reason}
 M_BUILD_INFO: Final = "ragmon_build"  # info {version}
 
+# --- offline evaluation (ragmon eval --pushgateway; job ragmon_eval, grouped by evalset) ---------
+M_EVAL_SCORE: Final = "ragmon_eval_score_ratio"
+M_EVAL_SCORE_CI_LOWER: Final = "ragmon_eval_score_ci95_lower_ratio"
+M_EVAL_SCORE_CI_UPPER: Final = "ragmon_eval_score_ci95_upper_ratio"
+M_EVAL_QUESTIONS: Final = "ragmon_eval_questions"
+M_EVAL_PROBLEMS: Final = "ragmon_eval_problems"
+M_EVAL_VERDICTS: Final = "ragmon_eval_verdicts"
+M_EVAL_GATE_PASSED: Final = "ragmon_eval_gate_passed"
+M_EVAL_GATE_RULES: Final = "ragmon_eval_gate_rules"
+M_EVAL_RETRIEVAL_P95: Final = "ragmon_eval_retrieval_latency_p95_seconds"
+M_EVAL_PIPELINE_P95: Final = "ragmon_eval_pipeline_latency_p95_seconds"
+M_EVAL_LAST_RUN: Final = "ragmon_eval_last_run_timestamp_seconds"
+
 FEEDBACK_NEGATIVE: Final = "negative"
 FEEDBACK_POSITIVE: Final = "positive"
 

@@ -27,14 +27,21 @@ from .evaluation import gate as gates
 from .evaluation.report import run_metrics
 from .evaluation.run import EvalOptions
 from .evaluation.run import evaluate as _evaluate
-from .scoring.judge import Judge
+from .scoring.judge import CIRCUIT_CLOSED, Judge
 from .types import RagTrace, Scores
 
 __all__ = ["StaticJudge", "assert_gate", "evaluate"]
 
 
 class StaticJudge:
-    """A judge that gives every trace the same scores (quality metric name -> value)."""
+    """A judge that gives every trace the same scores (quality metric name -> value).
+
+    Subclass it for scripted behaviour (override ``score``); set ``circuit_state`` to
+    ``"open"`` to see the agent's /readyz report a degraded judge.
+    """
+
+    bounds_own_duration = False
+    circuit_state = CIRCUIT_CLOSED
 
     def __init__(self, scores: Mapping[str, float | None], name: str = "static") -> None:
         self.name = name

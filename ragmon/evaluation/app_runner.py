@@ -87,7 +87,8 @@ def load_app(spec: str) -> Callable[..., Any]:
             raise EvalInputError(f"--app {spec!r}: {module_name!r} has no attribute {attr_path!r}") from exc
     if not callable(target):
         raise EvalInputError(f"--app {spec!r}: {attr_path!r} is a {type(target).__name__}, not a function")
-    return target
+    entry: Callable[..., Any] = target
+    return entry
 
 
 async def run_app(
@@ -159,7 +160,7 @@ async def _observe(fn: Callable[..., Any], row: GoldenRow, capture: SpanCapture,
 
 
 def _failed(row: GoldenRow, reason: str, message: str, output: str | None = None) -> Observation:
-    problem = RowProblem(reason, message, row_id=row.id, source=SOURCE_APP)
+    problem = RowProblem(reason, message, line=row.line or None, row_id=row.id, source=SOURCE_APP)
     return Observation(row.id, None, problem=problem, app_output=output)
 
 

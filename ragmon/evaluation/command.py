@@ -15,17 +15,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, ModelError
+from ..errors import ConfigError, EvalInputError, GateRuleError, ModelError, PushgatewayError
+from ..scoring.citations import DEFAULT_CITATION_PATTERN
 from ..scoring.judge import Judge
 from . import ir
 from .app_runner import DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT_S
-from .gate import GateRuleError
-from .goldenset import EvalInputError
 from .history import save_to_history
 from .junit import render_junit
 from .markdown import render_markdown
-from .pushgateway import PushgatewayError, push_report
-from .row_scoring import DEFAULT_CITATION_PATTERN
+from .pushgateway import push_report
 from .run import EvalOptions, evaluate, parse_rules
 from .terminal import Progress, render_summary
 
@@ -200,18 +198,20 @@ def run(args: argparse.Namespace) -> int:
     except (ConfigError, ModelError) as exc:
         print(f"ragmon eval: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # an unwritable path; a report JSON cannot hold
         print(f"ragmon eval: cannot write output: {exc}", file=sys.stderr)
         return EXIT_USAGE
     if not args.quiet:
-        print(render_summary(report, color=sys.stdout.isatty(), worst=args.worst))
+        print(render_summary(report, color=sys.stdout.isatty(), worst=args.worst), end="")
+    passed = bool(report["gate"]["passed"])
     if args.pushgateway:
         try:
             push_report(report, args.pushgateway)
         except PushgatewayError as exc:
+            # a failed gate is the result CI needs; a lost push matters when the gate passed
             print(f"ragmon eval: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-    return EXIT_PASSED if report["gate"]["passed"] else EXIT_GATE_FAILED
+            return EXIT_USAGE if passed else EXIT_GATE_FAILED
+    return EXIT_PASSED if passed else EXIT_GATE_FAILED
 
 
 __all__ = ["EXIT_GATE_FAILED", "EXIT_PASSED", "EXIT_USAGE", "add_arguments", "run"]

@@ -40,24 +40,25 @@ from typing import Any, Final
 
 from prometheus_client import CollectorRegistry, Gauge, push_to_gateway
 
-from ..errors import RagmonError
+from .. import semconv as sc
+from ..errors import PushgatewayError
 from . import types as et
 
 DEFAULT_JOB: Final = "ragmon_eval"
 DEFAULT_TIMEOUT_S: Final = 10.0
 QUESTION_TYPE_ALL: Final = "all"
 
-M_SCORE: Final = "ragmon_eval_score_ratio"
-M_SCORE_CI_LOWER: Final = "ragmon_eval_score_ci95_lower_ratio"
-M_SCORE_CI_UPPER: Final = "ragmon_eval_score_ci95_upper_ratio"
-M_QUESTIONS: Final = "ragmon_eval_questions"
-M_PROBLEMS: Final = "ragmon_eval_problems"
-M_VERDICTS: Final = "ragmon_eval_verdicts"
-M_GATE_PASSED: Final = "ragmon_eval_gate_passed"
-M_GATE_RULES: Final = "ragmon_eval_gate_rules"
-M_RETRIEVAL_P95: Final = "ragmon_eval_retrieval_latency_p95_seconds"
-M_PIPELINE_P95: Final = "ragmon_eval_pipeline_latency_p95_seconds"
-M_LAST_RUN: Final = "ragmon_eval_last_run_timestamp_seconds"
+M_SCORE: Final = sc.M_EVAL_SCORE
+M_SCORE_CI_LOWER: Final = sc.M_EVAL_SCORE_CI_LOWER
+M_SCORE_CI_UPPER: Final = sc.M_EVAL_SCORE_CI_UPPER
+M_QUESTIONS: Final = sc.M_EVAL_QUESTIONS
+M_PROBLEMS: Final = sc.M_EVAL_PROBLEMS
+M_VERDICTS: Final = sc.M_EVAL_VERDICTS
+M_GATE_PASSED: Final = sc.M_EVAL_GATE_PASSED
+M_GATE_RULES: Final = sc.M_EVAL_GATE_RULES
+M_RETRIEVAL_P95: Final = sc.M_EVAL_RETRIEVAL_P95
+M_PIPELINE_P95: Final = sc.M_EVAL_PIPELINE_P95
+M_LAST_RUN: Final = sc.M_EVAL_LAST_RUN
 METRIC_NAMES: Final = (
     M_SCORE,
     M_SCORE_CI_LOWER,
@@ -87,20 +88,10 @@ KNOWN_PROBLEM_REASONS: Final = (
     et.PROBLEM_MALFORMED_RESPONSE,
     et.PROBLEM_JUDGE_FAILED,
 )
-VERDICTS: Final = ("ok", "retrieval_failure", "generation_failure", "both")
+VERDICTS: Final = sc.VERDICTS
 GATE_STATUSES: Final = ("passed", "failed", "warned", "skipped")
 
 
-class PushgatewayError(RagmonError):
-    """The run's metrics could not be pushed (gateway unreachable, refused, timed out, bad URL).
-
-    ``url`` is the gateway as given; the message says what went wrong. The evaluation itself is
-    complete: callers report this as a warning or a distinct exit code, not as a failed gate.
-    """
-
-    def __init__(self, url: str, message: str) -> None:
-        super().__init__(f"could not push to the Pushgateway at {url}: {message}")
-        self.url = url
 
 
 def _number(value: Any) -> float | None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from .. import semconv as sc
 from ..errors import JudgeError
+from ..scoring.citations import DEFAULT_CITATION_PATTERN
 from ..scoring.diagnosis import diagnose
 from ..scoring.judge import EvalJudge, EvalRequest, Judge
 from ..types import Scores
@@ -24,8 +25,6 @@ from .types import PROBLEM_JUDGE_FAILED, GoldenRow, Observation, RowProblem, Row
 
 log = logging.getLogger(__name__)
 
-# the default citation marker: "[1]" or "[doc-7]" (the key is the first group)
-DEFAULT_CITATION_PATTERN = r"\[([^\[\]\s]{1,64})\]"
 
 Progress = Callable[[int, int], None]
 

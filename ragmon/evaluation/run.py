@@ -8,10 +8,13 @@ golden set -> observations (in-process app | responses file | OTLP traces file) 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import semconv as sc
+from ..scoring.citations import DEFAULT_CITATION_PATTERN
 from ..scoring.judge import Judge
 from . import gate as gates
 from . import ir
@@ -19,9 +22,9 @@ from .app_runner import DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT_S, run_app
 from .goldenset import load_golden_set
 from .report import RunInfo, build_report
 from .responses import load_responses
-from .row_scoring import DEFAULT_CITATION_PATTERN, ScoringOptions, score_rows
+from .row_scoring import ScoringOptions, score_rows
 from .traces_file import load_traces
-from .types import GoldenSet, Observation, RowProblem
+from .types import GoldenSet, Observation, RowProblem, RowResult
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
@@ -93,6 +96,7 @@ async def evaluate(options: EvalOptions, judge: Judge | None, progress: Progress
             progress("judge", done, total)
 
     results, judge_problems = await score_rows(golden.rows, observations, judge, scoring, step)
+    results = without_unused_citations(results)
     problems: list[RowProblem] = [*golden.problems, *options.extra_problems]
     problems += [o.problem for o in observations if o.problem is not None]
     problems += stray + judge_problems
@@ -106,6 +110,20 @@ async def evaluate(options: EvalOptions, judge: Judge | None, progress: Progress
 def evaluate_sync(options: EvalOptions, judge: Judge | None, progress: Progress | None = None) -> dict[str, Any]:
     """``evaluate`` for callers without an event loop (pytest tests, scripts)."""
     return asyncio.run(evaluate(options, judge, progress))
+
+
+def without_unused_citations(results: list[RowResult]) -> list[RowResult]:
+    """Drop the citation metrics when no answer of the run carries a citation marker.
+
+    An app that never cites would otherwise report citation presence 0 — a measurement of a
+    feature it does not have. One cited answer anywhere keeps them for every row (an app that
+    cites sometimes is measured on all its answers).
+    """
+    if any((r.metrics.get(sc.METRIC_CITATION_PRESENCE) or 0.0) > 0.0 for r in results):
+        return results
+    dropped = (sc.METRIC_CITATION_PRESENCE, sc.METRIC_CITATION_CORRECTNESS, sc.METRIC_CITATION_COVERAGE)
+    return [dataclasses.replace(r, metrics={k: v for k, v in r.metrics.items() if k not in dropped})
+            for r in results]
 
 
 def _app_label(options: EvalOptions) -> str | None:

@@ -112,7 +112,7 @@ def _p_value(mean_delta: float, means: FloatArray) -> float:
     if mean_delta == 0.0:
         return 1.0
     opposite = int(np.count_nonzero(means <= 0.0 if mean_delta > 0.0 else means >= 0.0))
-    return min(1.0, 2.0 * (opposite + 1) / (means.shape[0] + 1))
+    return min(1.0, 2.0 * (opposite + 1) / (int(means.shape[0]) + 1))
 
 
 def paired_bootstrap(

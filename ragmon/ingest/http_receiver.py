@@ -88,10 +88,8 @@ class OtlpHttpReceiver:
         self._idle.set()
 
     @property
-    def port(self) -> int:
-        """The bound port (the configured one, or the one the OS chose for port 0)."""
-        if self._port is None:
-            raise RuntimeError("receiver not started")
+    def port(self) -> int | None:
+        """The bound port (the configured one, or the one the OS chose for port 0); None before start."""
         return self._port
 
     def ready(self) -> bool:

@@ -91,7 +91,7 @@ def kafka_client_options(config: AgentConfig) -> dict[str, Any]:
     return opts
 
 
-class _Rebalance(ConsumerRebalanceListener):
+class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]  # aiokafka ships no type stubs
     def __init__(self, source: KafkaSource) -> None:
         self._source = source
 
@@ -106,6 +106,7 @@ class KafkaSource:
     """``SpanSource`` reading OTLP spans from Kafka topics in a consumer group."""
 
     name = "kafka"
+    port = None  # a consumer listens on no port
 
     def __init__(self, config: AgentConfig, metrics: AgentMetrics,
                  clock: Callable[[], float] = time.monotonic) -> None:

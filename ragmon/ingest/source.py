@@ -32,6 +32,12 @@ class SpanSource(Protocol):
     #: bounded label value: "http" or "kafka"
     name: str
 
+    @property
+    def port(self) -> int | None:
+        """The TCP port the source listens on once started (port 0 resolved); None for a
+        source that does not listen (Kafka) or has not started."""
+        ...
+
     async def start(self, sink: SpanSink) -> None:
         """Connect/bind and begin delivering spans to ``sink``; return once running."""
 

@@ -11,17 +11,24 @@ import hashlib
 import json
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from typing import Generic, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Generic, TypeVar
 
 V = TypeVar("V")
 
 
-def content_key(*, mode: str, model: str, question: str, contexts: Sequence[str], answer: str) -> str:
-    canonical = json.dumps(
-        {"mode": mode, "model": model, "question": question, "contexts": list(contexts), "answer": answer},
-        ensure_ascii=False, separators=(",", ":"),
-    )
+def content_key(
+    *, mode: str, model: str, question: str, contexts: Sequence[str], answer: str,
+    extra: Mapping[str, Any] | None = None,
+) -> str:
+    """``extra``: anything else the verdict depends on (offline evaluation's reference, citation
+    pattern, document ids); left out of the encoding when None, so online keys never change."""
+    fields: dict[str, Any] = {
+        "mode": mode, "model": model, "question": question, "contexts": list(contexts), "answer": answer,
+    }
+    if extra is not None:
+        fields["extra"] = dict(extra)
+    canonical = json.dumps(fields, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 

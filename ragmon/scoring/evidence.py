@@ -201,13 +201,15 @@ def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """a @ b.T for unit rows, single-threaded on purpose: token matrices are just big enough for
     OpenBLAS to wake its thread pool, whose spinning threads then slow every call (and the
     ONNX model) several-fold on a small shared machine; einsum's own loop is ~1 ms here."""
-    return np.einsum("id,jd->ij", a, b)
+    out: np.ndarray = np.einsum("id,jd->ij", a, b)
+    return out
 
 
 def _content(states: TokenStates) -> np.ndarray:
     mask = content_pieces()
     keep = mask[np.minimum(states.ids, len(mask) - 1)]
-    return states.vectors[keep]
+    out: np.ndarray = states.vectors[keep]
+    return out
 
 
 def soft_novel_counts(claims: Sequence[TokenStates], support: Sequence[TokenStates]) -> list[int]:

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Final, Protocol, runtime_checkable
 
 from ..types import RagTrace, Scores
+
+CIRCUIT_CLOSED: Final = "closed"
+CIRCUIT_OPEN: Final = "open"
+CIRCUIT_HALF_OPEN: Final = "half_open"
 
 
 @runtime_checkable
@@ -22,9 +26,17 @@ class Judge(Protocol):
     #: Bounded label value for the ``judge`` label, e.g. "local" or "llm".
     name: str
 
-    # Optional: a judge whose every wait is bounded by its own settings (request timeouts,
-    # capped retries and Retry-After) sets ``bounds_own_duration = True``; the agent then adds
-    # no outer timeout of its own, which would cut legitimate Retry-After waits short.
+    #: True when every wait of ``score`` is bounded by the judge's own settings (request
+    #: timeouts, capped retries and Retry-After); the agent then adds no outer timeout of its
+    #: own, which would cut legitimate Retry-After waits short. False: the agent bounds it.
+    bounds_own_duration: bool
+
+    @property
+    def circuit_state(self) -> str:
+        """``closed`` (healthy), ``open`` (failing fast) or ``half_open`` (probing); a judge
+        without a circuit breaker is always ``closed``. /readyz reports a non-closed judge as
+        degraded."""
+        ...
 
     async def score(self, trace: RagTrace) -> Scores: ...
 

@@ -8,6 +8,11 @@ Two modes share prompts, parsing and formulas:
 * ``parity``: RAGAS's own recipe — statement extraction, then NLI verdicts; N question
   generations; one call per context — for numbers comparable with RAGAS.
 
+Offline evaluation (``score_for_eval``, the ``EvalJudge`` protocol) adds context recall, answer
+correctness, abstention and citation metrics: in compact mode still ONE chat call, with a
+separate evaluation variant of the compact prompt (``prompts.compact_eval_messages``; the online
+prompt is untouched); in parity mode RAGAS's extra calls.
+
 Cost and failure control, in the order a trace meets them: content-hash cache -> token
 budget (``JudgeBudgetExceeded``: the agent skips the trace) -> input cut to the per-trace
 token budget -> per request: circuit breaker -> client-side rpm/tpm limiter -> bounded
@@ -47,21 +52,27 @@ from ..errors import (
 )
 from ..export.metrics import AgentMetrics
 from ..types import RagTrace, Scores
-from . import formulas
+from . import abstention, citations, formulas
 from . import prompts as p
 from .budget import Reservation, TokenBudget
 from .cache import TtlCache, content_key
+from .judge import EvalRequest
 from .resilience import Backoff, CircuitBreaker, RateLimiter, parse_retry_after
 from .verdicts import (
     CONTEXT_VERDICT_SCHEMA,
+    CORRECTNESS_SCHEMA,
     NLI_SCHEMA,
     QUESTION_SCHEMA,
     STATEMENTS_SCHEMA,
+    CompactVerdict,
     VerdictError,
+    compact_eval_schema,
     compact_schema,
     extract_json,
     parse_compact,
+    parse_compact_eval,
     parse_context_verdict,
+    parse_correctness,
     parse_nli,
     parse_question,
     parse_statements,
@@ -95,6 +106,37 @@ class _Usage:
     @property
     def total(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(frozen=True)
+class _EvalTask:
+    """What one ``score_for_eval`` call asks beyond the online metrics."""
+
+    request: EvalRequest
+    cmap: citations.CitationMap | None
+    abstention: abstention.AbstentionCheck
+
+    @property
+    def reference_text(self) -> str | None:
+        """The reference when it has something to judge (a blank reference is not computable)."""
+        ref = self.request.reference
+        return ref if ref is not None and p.reference_sentences(ref) else None
+
+    @property
+    def pairs(self) -> list[tuple[int, int]]:
+        return self.cmap.pairs() if self.cmap is not None else []
+
+    def claim_text(self, index: int) -> str:
+        assert self.cmap is not None
+        return self.cmap.claims[index].text
+
+    def extra_tokens(self, mode: str) -> int:
+        """Input tokens the reference and the cited claims add (for the budget)."""
+        ref = p.estimate_tokens(self.request.reference or "")
+        cites = sum(p.estimate_tokens(self.claim_text(i)) + 4 for i, _ in self.pairs)
+        if mode == "compact":
+            return ref + cites + (150 if ref or cites else 0)
+        return 3 * ref + cites + 450 * (2 + len({c for _, c in self.pairs}))
 
 
 class _FormatRejected(Exception):
@@ -197,8 +239,39 @@ class LlmJudge:
     async def score(self, trace: RagTrace) -> Scores:
         question, answer, contexts = trace.question or "", trace.answer or "", trace.contexts
         key = content_key(mode=self.mode, model=self.model, question=question, contexts=contexts, answer=answer)
+        return await self._cached(key, lambda: self._score_uncached(question, contexts, answer))
+
+    async def score_for_eval(self, trace: RagTrace, request: EvalRequest) -> Scores:
+        """``score`` plus the offline metrics ``request`` enables (the ``EvalJudge`` protocol).
+
+        Compact mode: still ONE chat call per trace, with the evaluation variant of the compact
+        prompt (reference claims and citation verdicts are asked for only when needed). Parity
+        mode: RAGAS's extra calls (reference attribution, reference statements + TP/FP/FN
+        classification, one NLI call per cited context). With a citation pattern, the markers are
+        removed from the answer before any claim is judged.
+        """
+        question, answer, contexts = trace.question or "", trace.answer or "", trace.contexts
+        cmap = None
+        if request.citation_pattern is not None:
+            cmap = citations.parse_citations(answer, trace.documents, request.citation_pattern)
+        task = _EvalTask(request, cmap, abstention.check(trace.answer))
+        judged = cmap.stripped_answer if cmap is not None and cmap.markers else answer
+        extra = {
+            "reference": request.reference,
+            "citation_pattern": request.citation_pattern,
+            "expect_abstention": request.expect_abstention,
+            "document_ids": [d.id for d in trace.documents if d.content] if cmap is not None else None,
+            "raw_answer": answer,
+        }
+        key = content_key(
+            mode=self.mode, model=self.model, question=question, contexts=contexts, answer=judged, extra=extra
+        )
+        return await self._cached(key, lambda: self._score_uncached(question, contexts, judged, task))
+
+    async def _cached(self, key: str, compute: Callable[[], Awaitable[Scores]]) -> Scores:
+        """The content-hash cache with single flight for identical content around ``compute``."""
         if not self._cache.enabled:
-            return await self._score_uncached(question, contexts, answer)
+            return await compute()
         cached = self._cache.get(key)
         if cached is None and key in self._pending:  # the same content is being judged right now
             cached = await asyncio.shield(self._pending[key])
@@ -212,7 +285,7 @@ class LlmJudge:
         future.add_done_callback(lambda f: f.cancelled() or f.exception())  # no "never retrieved" warnings
         self._pending[key] = future
         try:
-            scores = await self._score_uncached(question, contexts, answer)
+            scores = await compute()
         except BaseException as exc:
             future.set_exception(exc if isinstance(exc, Exception) else JudgeError("judging was cancelled"))
             raise
@@ -223,17 +296,26 @@ class LlmJudge:
         finally:
             del self._pending[key]
 
-    async def _score_uncached(self, question: str, contexts: list[str], answer: str) -> Scores:
-        inp = p.fit_to_budget(question, contexts, answer, self.max_input_tokens)
+    async def _score_uncached(
+        self, question: str, contexts: list[str], answer: str, task: _EvalTask | None = None
+    ) -> Scores:
+        max_input, extra_tokens = self.max_input_tokens, 0
+        if task is not None:  # the reference and the cited claims share the per-trace input budget
+            extra_tokens = task.extra_tokens(self.mode)
+            max_input = max(self.max_input_tokens // 4, self.max_input_tokens - extra_tokens)
+        inp = p.fit_to_budget(question, contexts, answer, max_input)
         reservation: Reservation | None = None
         if self._budget.enabled:
-            reservation = self._budget.reserve(self._estimate_trace_tokens(inp))  # may raise JudgeBudgetExceeded
+            # may raise JudgeBudgetExceeded
+            reservation = self._budget.reserve(self._estimate_trace_tokens(inp) + extra_tokens)
         if inp.truncated and self._metrics is not None:
             self._metrics.judge_input_truncated.labels(self.name).inc()
 
         usage = _Usage()
         try:
-            if self.mode == "compact":
+            if task is not None:
+                scores = await self._score_eval(inp, task, usage)
+            elif self.mode == "compact":
                 scores = await self._score_compact(inp, usage)
             else:
                 scores = await self._score_parity(inp, usage)
@@ -263,6 +345,10 @@ class LlmJudge:
         verdict = await self._json_call(
             p.compact_messages(inp), "rag_judgement", compact_schema(n), lambda o: parse_compact(o, n), usage
         )
+        return await self._compact_scores(inp, verdict, usage)
+
+    async def _compact_scores(self, inp: p.JudgeInput, verdict: CompactVerdict, usage: _Usage) -> Scores:
+        n = len(inp.contexts)
         claim_verdicts = [v for _, v in verdict.claims]
         relevancy = await self._answer_relevancy(inp.question, verdict.questions, verdict.noncommittal, usage)
         return Scores(
@@ -282,6 +368,11 @@ class LlmJudge:
 
     # --- RAGAS-parity mode -------------------------------------------------------------------
     async def _score_parity(self, inp: p.JudgeInput, usage: _Usage) -> Scores:
+        return (await self._parity(inp, usage))[0]
+
+    async def _parity(self, inp: p.JudgeInput, usage: _Usage) -> tuple[Scores, tuple[str, ...]]:
+        """Parity-mode scores and the answer's statements (offline evaluation reuses them)."""
+
         async def claims() -> tuple[tuple[str, ...], tuple[bool, ...]]:
             statements = await self._json_call(
                 p.statements_messages(inp.question, inp.answer), "statements", STATEMENTS_SCHEMA,
@@ -333,7 +424,163 @@ class LlmJudge:
                 "generated_questions": [q for q, _ in generated],
                 "noncommittal": noncommittal,
             },
+        ), statements
+
+    # --- offline evaluation: reference-based, abstention and citation metrics ----------------
+    async def _score_eval(self, inp: p.JudgeInput, task: _EvalTask, usage: _Usage) -> Scores:
+        if self.mode == "compact":
+            base, extra = await self._compact_eval(inp, task, usage)
+        else:
+            base, extra = await self._parity_eval(inp, task, usage)
+        values: dict[str, float | None] = {**base.values, **extra.values}
+        details: dict[str, Any] = {**base.details, **extra.details}
+        noncommittal = bool(base.details.get("noncommittal"))
+        abstained = task.abstention.abstained or noncommittal
+        details["abstained"] = abstained
+        if task.abstention.phrase:
+            details["abstention_phrase"] = task.abstention.phrase
+        elif noncommittal:
+            details["abstention_phrase"] = "judged noncommittal"
+        if task.request.expect_abstention:
+            values[sc.METRIC_ABSTENTION] = formulas.abstention(abstained)
+        return Scores(values, judge=self.name, details=details)
+
+    async def _compact_eval(self, inp: p.JudgeInput, task: _EvalTask, usage: _Usage) -> tuple[Scores, Scores]:
+        """ONE chat call: the compact verdict plus reference claims and citation verdicts."""
+        n = len(inp.contexts)
+        reference = task.reference_text
+        n_refs = len(p.reference_sentences(reference)) if reference is not None else None
+        pairs = task.pairs
+        named = [(task.claim_text(i), ctx + 1) for i, ctx in pairs]
+        verdict = await self._json_call(
+            p.compact_eval_messages(inp, reference, named), "rag_evaluation",
+            compact_eval_schema(n, reference is not None, len(pairs)),
+            lambda o: parse_compact_eval(o, n, n_refs, len(pairs)), usage,
         )
+        base = await self._compact_scores(inp, verdict.base, usage)
+        values: dict[str, float | None] = {}
+        details: dict[str, Any] = {}
+        if task.request.reference is not None:
+            if reference is None:
+                values[sc.METRIC_CONTEXT_RECALL] = values[sc.METRIC_ANSWER_CORRECTNESS] = None
+                details["reference_reason"] = "the reference answer has no claims"
+            else:
+                attributed = [a and n > 0 for _, a, _ in verdict.reference_claims]
+                tp = sum(verdict.in_reference)
+                fp = len(verdict.in_reference) - tp
+                fn = sum(1 for _, _, in_answer in verdict.reference_claims if not in_answer)
+                similarity = await self._similarity(inp.answer, reference, usage)
+                values[sc.METRIC_CONTEXT_RECALL] = formulas.context_recall(attributed)
+                values[sc.METRIC_ANSWER_CORRECTNESS] = formulas.answer_correctness(tp, fp, fn, similarity)
+                details["reference_claims"] = [
+                    {"claim": c, "attributed": a, "in_answer": ia}
+                    for (c, _, ia), a in zip(verdict.reference_claims, attributed, strict=True)
+                ]
+                details["answer_correctness_counts"] = {"tp": tp, "fp": fp, "fn": fn}
+                details["answer_reference_similarity"] = round(similarity, 3)
+                details["claims_in_reference"] = list(verdict.in_reference)
+        if task.cmap is not None:
+            supported = dict(zip(pairs, verdict.citation_supported, strict=True))
+            values.update(self._citation_values(task.cmap, supported, details))
+        return base, Scores(values, judge=self.name, details=details)
+
+    async def _parity_eval(self, inp: p.JudgeInput, task: _EvalTask, usage: _Usage) -> tuple[Scores, Scores]:
+        """RAGAS-like extra calls: reference attribution (context recall), reference statements
+        and TP/FP/FN classification (answer correctness), one NLI call per cited context."""
+        base, statements = await self._parity(inp, usage)
+        reference = task.reference_text
+        values: dict[str, float | None] = {}
+        details: dict[str, Any] = {}
+
+        async def recall() -> tuple[bool, ...]:
+            assert reference is not None
+            sentences = p.reference_sentences(reference)
+            if not inp.contexts:
+                return tuple(False for _ in sentences)
+            return await self._json_call(
+                p.context_recall_messages(inp.contexts, sentences), "context_recall", NLI_SCHEMA,
+                lambda o: parse_nli(o, len(sentences)), usage,
+            )
+
+        async def correctness() -> tuple[int, int, int, float]:
+            assert reference is not None
+            ref_statements = await self._json_call(
+                p.statements_messages(inp.question, reference), "statements", STATEMENTS_SCHEMA,
+                parse_statements, usage,
+            )
+            if statements and ref_statements:
+                in_ref, in_ans = await self._json_call(
+                    p.correctness_messages(inp.question, statements, ref_statements), "answer_correctness",
+                    CORRECTNESS_SCHEMA, lambda o: parse_correctness(o, len(statements), len(ref_statements)),
+                    usage,
+                )
+            else:
+                in_ref, in_ans = tuple(False for _ in statements), tuple(False for _ in ref_statements)
+            similarity = await self._similarity(inp.answer, reference, usage)
+            tp = sum(in_ref)
+            return tp, len(in_ref) - tp, sum(1 for v in in_ans if not v), similarity
+
+        async def cited(ctx: int, claim_indexes: list[int]) -> dict[tuple[int, int], bool]:
+            assert task.cmap is not None
+            texts = [task.claim_text(i) for i in claim_indexes]
+            verdicts = await self._json_call(
+                p.nli_messages([inp.contexts[ctx]], texts), "nli_verdicts", NLI_SCHEMA,
+                lambda o: parse_nli(o, len(texts)), usage,
+            )
+            return {(i, ctx): v for i, v in zip(claim_indexes, verdicts, strict=True)}
+
+        by_context: dict[int, list[int]] = {}
+        for claim_index, ctx in task.pairs:
+            by_context.setdefault(ctx, []).append(claim_index)
+        try:
+            async with asyncio.TaskGroup() as group:
+                recall_task = group.create_task(recall()) if reference is not None else None
+                correctness_task = group.create_task(correctness()) if reference is not None else None
+                cite_tasks = [group.create_task(cited(ctx, ids)) for ctx, ids in by_context.items()]
+        except BaseExceptionGroup as group_error:
+            raise _first_judge_error(group_error) from None
+
+        if task.request.reference is not None:
+            if recall_task is None or correctness_task is None:
+                values[sc.METRIC_CONTEXT_RECALL] = values[sc.METRIC_ANSWER_CORRECTNESS] = None
+                details["reference_reason"] = "the reference answer has no claims"
+            else:
+                attributed = recall_task.result()
+                tp, fp, fn, similarity = correctness_task.result()
+                values[sc.METRIC_CONTEXT_RECALL] = formulas.context_recall(attributed)
+                values[sc.METRIC_ANSWER_CORRECTNESS] = formulas.answer_correctness(tp, fp, fn, similarity)
+                details["reference_claims"] = [
+                    {"claim": c, "attributed": a}
+                    for c, a in zip(p.reference_sentences(reference or ""), attributed, strict=True)
+                ]
+                details["answer_correctness_counts"] = {"tp": tp, "fp": fp, "fn": fn}
+                details["answer_reference_similarity"] = round(similarity, 3)
+        if task.cmap is not None:
+            supported: dict[tuple[int, int], bool] = {}
+            for t in cite_tasks:
+                supported.update(t.result())
+            values.update(self._citation_values(task.cmap, supported, details))
+        return base, Scores(values, judge=self.name, details=details)
+
+    @staticmethod
+    def _citation_values(
+        cmap: citations.CitationMap, supported: dict[tuple[int, int], bool], details: dict[str, Any]
+    ) -> dict[str, float | None]:
+        result = citations.combine(cmap, supported)
+        details.update(citations.details(cmap, supported, result))
+        cited_correct = [ok for ok, c in zip(result.correct, result.cited, strict=True) if c]
+        return {
+            sc.METRIC_CITATION_PRESENCE: formulas.citation_presence(result.n_claims, sum(result.cited)),
+            sc.METRIC_CITATION_CORRECTNESS: formulas.citation_correctness(cited_correct),
+            sc.METRIC_CITATION_COVERAGE: formulas.citation_coverage(result.n_claims, sum(result.correct)),
+        }
+
+    async def _similarity(self, answer: str, reference: str, usage: _Usage) -> float:
+        """Cosine of the answer's and the reference's embeddings (answer correctness's semantic part)."""
+        if not answer.strip() or not reference.strip():
+            return 0.0
+        vectors = await self._embed([answer, reference], usage)
+        return formulas.cosine(vectors[0], vectors[1])
 
     # --- answer relevancy: embeddings, no LLM call -------------------------------------------
     async def _answer_relevancy(

@@ -9,6 +9,12 @@ No network, no GPU, no LLM. For each trace it
 4. combines those interpretable features with coefficients fitted on human-labelled data
    (``local_model``; see docs/judges.md for the method, the held-out numbers and the blind spots).
 
+For ``ragmon eval`` (``score_for_eval``) the same per-claim support check is run on other pairs:
+reference claims against the contexts (context recall), answer claims against the reference and
+reference claims against the answer (the TP/FP/FN of answer correctness, blended with the MiniLM
+cosine of answer and reference), and each cited claim against the context it cites (citation
+correctness; markers found by ``citations``); abstention is recognised by ``abstention``.
+
 What it cannot do is read: a paraphrase that reverses the meaning without a negation word,
 a wrong causal link between two supported facts, or a claim that is true in the world but not
 stated in the contexts all look the same to it as faithful text. See docs/judges.md.
@@ -29,7 +35,7 @@ import numpy as np
 
 from .. import semconv as sc
 from ..types import RagTrace, Scores
-from . import local_model
+from . import abstention, citations, formulas, local_model
 from .claims import (
     TextFacts,
     content_tokens,
@@ -44,6 +50,7 @@ from .claims import (
 from .embedder import EMBEDDING_DIM, NO_TOKENS, Embedder, TokenStates
 from .evidence import ClaimEvidence, check_claims, maxsim_per_sentence, soft_novel_counts, wh_match_per_sentence
 from .formulas import context_precision as rank_weighted_precision
+from .judge import CIRCUIT_CLOSED, EvalRequest
 
 MAX_CONTEXT_SENTENCE_WORDS = 60
 MAX_CONTEXTS = 50  # bound the work per trace; later contexts are ignored (and said so in details)
@@ -55,6 +62,15 @@ STAGES = ("split", "embed", "evidence", "combine")
 def _short(text: str, limit: int = _REASON_CHARS) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _mean_unit(vectors: np.ndarray) -> np.ndarray:
+    """The normalised mean of unit vectors: a text's vector from its claims' (as ``answer_vec``)."""
+    if not len(vectors):
+        return np.zeros(EMBEDDING_DIM, dtype=np.float32)
+    mean: np.ndarray = np.asarray(vectors, dtype=np.float32).mean(axis=0)
+    out: np.ndarray = mean / max(float(np.linalg.norm(mean)), 1e-12)
+    return out
 
 
 def focus_question(
@@ -170,9 +186,12 @@ class Analysis:
 
 
 class LocalJudge:
-    """Scores faithfulness, answer relevancy and context precision offline (see module doc)."""
+    """Scores faithfulness, answer relevancy and context precision offline (see module doc);
+    ``score_for_eval`` adds the reference-based, abstention and citation metrics."""
 
     name = "local"
+    bounds_own_duration = False  # CPU work on a thread: the agent's outer timeout applies
+    circuit_state = CIRCUIT_CLOSED  # no remote endpoint, no breaker
 
     def __init__(
         self,
@@ -196,6 +215,10 @@ class LocalJudge:
     async def aclose(self) -> None:
         return None
 
+    async def score_for_eval(self, trace: RagTrace, request: EvalRequest) -> Scores:
+        """``score`` plus the offline metrics ``request`` enables (the ``EvalJudge`` protocol)."""
+        return await asyncio.to_thread(self.score_eval_sync, trace, request)
+
     # --- the work -------------------------------------------------------------------------
     def score_sync(self, question: str | None, contexts: Sequence[str], answer: str | None) -> Scores:
         analysis = self.analyse(question, contexts, answer)
@@ -218,6 +241,185 @@ class LocalJudge:
             },
             judge=self.name,
             details=details,
+        )
+
+    def score_eval_sync(self, trace: RagTrace, request: EvalRequest) -> Scores:
+        """The reference-free scores and the offline metrics of ``request`` (see ``EvalRequest``).
+
+        With a citation pattern the markers are removed from the answer before anything is
+        judged (a ``[1]`` is not a claim's number). Claim support everywhere is the per-claim
+        model the faithfulness score is built from: a claim counts as supported by a text when
+        ``local_model.claim_support`` >= 0.5 and no explicit check finds a contradiction.
+        """
+        question, contexts, answer = trace.question, trace.contexts, trace.answer
+        cmap = None
+        if request.citation_pattern is not None:
+            cmap = citations.parse_citations(answer, trace.documents, request.citation_pattern)
+            if cmap.markers:
+                answer = cmap.stripped_answer
+        base = self.score_sync(question, contexts, answer)
+        values: dict[str, float | None] = dict(base.values)
+        details: dict[str, Any] = dict(base.details)
+        t0 = time.perf_counter()
+        check = abstention.check(trace.answer)
+        details["abstained"] = check.abstained
+        if check.phrase:
+            details["abstention_phrase"] = check.phrase
+        if request.expect_abstention:
+            values[sc.METRIC_ABSTENTION] = formulas.abstention(check.abstained)
+        if request.reference is not None:
+            recall, correctness = self._reference_metrics(question, contexts, answer, request.reference, details)
+            values[sc.METRIC_CONTEXT_RECALL] = recall
+            values[sc.METRIC_ANSWER_CORRECTNESS] = correctness
+        if cmap is not None:
+            values.update(self._citation_metrics(question, contexts, cmap, details))
+        self._add_time("combine", time.perf_counter() - t0)
+        return Scores(values, judge=self.name, details=details)
+
+    def _reference_metrics(
+        self, question: str | None, contexts: Sequence[str], answer: str | None, reference: str,
+        details: dict[str, Any],
+    ) -> tuple[float | None, float | None]:
+        """Context recall and answer correctness against the reference answer."""
+        ref_claims = split_claims(reference)[:MAX_CLAIMS]
+        if not ref_claims:
+            details["reference_reason"] = "the reference answer has no claims"
+            return None, None
+        used = [c for c in contexts[:MAX_CONTEXTS] if c and c.strip()]
+        # context recall: every reference claim against the retrieved contexts
+        if used:
+            ref_ev, ref_supported, ref_vecs = self._support(ref_claims, used, question)
+        else:
+            ref_ev, ref_supported = [], [False] * len(ref_claims)
+            ref_vecs = self._encode(ref_claims)[0]
+        recall = formulas.context_recall(ref_supported)
+        details["reference_claims"] = [
+            {"claim": _short(c), "attributed": bool(v)} for c, v in zip(ref_claims, ref_supported, strict=True)
+        ]
+        missing = [i for i, v in enumerate(ref_supported) if not v]
+        if missing:
+            why = ref_ev[missing[0]].reason() if ref_ev else "no contexts"
+            first = _short(ref_claims[missing[0]])
+            details["context_recall_reason"] = f"reference claim not in the contexts: {first!r}"
+            details["context_recall_evidence"] = why
+        # answer correctness: answer claims vs reference (TP/FP) and reference claims vs answer (FN)
+        answer_claims = split_claims(answer)[:MAX_CLAIMS] if answer and answer.strip() else []
+        if answer_claims:
+            _, in_reference, answer_vecs = self._support(answer_claims, [reference], question)
+            # "I don't know" is not a fact the reference states (RAGAS would count it as an FP)
+            in_reference = [v and abstention.refusal_phrase(c) is None for c, v in zip(answer_claims, in_reference,
+                                                                                         strict=True)]
+            _, in_answer, _ = self._support(ref_claims, [answer or ""], question)
+        else:
+            in_reference, in_answer, answer_vecs = [], [False] * len(ref_claims), np.zeros((0, EMBEDDING_DIM))
+        tp = sum(in_reference)
+        fp = len(in_reference) - tp
+        fn = sum(1 for v in in_answer if not v)
+        similarity = formulas.cosine(_mean_unit(answer_vecs), _mean_unit(ref_vecs)) if answer_claims else 0.0
+        correctness = formulas.answer_correctness(tp, fp, fn, similarity)
+        details["answer_correctness_counts"] = {"tp": tp, "fp": fp, "fn": fn}
+        details["answer_reference_similarity"] = round(similarity, 3)
+        wrong = [c for c, v in zip(answer_claims, in_reference, strict=True) if not v]
+        if wrong:
+            details["claims_not_in_reference"] = [_short(c) for c in wrong[:5]]
+        absent = [c for c, v in zip(ref_claims, in_answer, strict=True) if not v]
+        if absent:
+            details["reference_claims_not_in_answer"] = [_short(c) for c in absent[:5]]
+        return recall, correctness
+
+    def _citation_metrics(
+        self, question: str | None, contexts: Sequence[str], cmap: citations.CitationMap, details: dict[str, Any]
+    ) -> dict[str, float | None]:
+        """Presence, pointing correctness and coverage: each cited claim against each context it cites."""
+        by_context: dict[int, list[int]] = {}
+        for claim_index, ctx in cmap.pairs():
+            by_context.setdefault(ctx, []).append(claim_index)
+        supported: dict[tuple[int, int], bool] = {}
+        for ctx, claim_indexes in by_context.items():
+            text = contexts[ctx] if ctx < len(contexts) else ""
+            if not text.strip():
+                verdicts = [False] * len(claim_indexes)
+            else:
+                _, verdicts, _ = self._support([cmap.claims[i].text for i in claim_indexes], [text], question)
+            for i, v in zip(claim_indexes, verdicts, strict=True):
+                supported[(i, ctx)] = bool(v)
+        result = citations.combine(cmap, supported)
+        details.update(citations.details(cmap, supported, result))
+        cited_correct = [ok for ok, c in zip(result.correct, result.cited, strict=True) if c]
+        return {
+            sc.METRIC_CITATION_PRESENCE: formulas.citation_presence(result.n_claims, sum(result.cited)),
+            sc.METRIC_CITATION_CORRECTNESS: formulas.citation_correctness(cited_correct),
+            sc.METRIC_CITATION_COVERAGE: formulas.citation_coverage(result.n_claims, sum(result.correct)),
+        }
+
+    def claim_support(
+        self, claims: Sequence[str], sources: Sequence[str], question: str | None = None
+    ) -> list[float]:
+        """Support in [0, 1] of each claim by the source texts (the per-claim faithfulness model)."""
+        evidence, _, _ = self._support(list(claims), [s for s in sources if s and s.strip()], question)
+        return [local_model.claim_support(e) for e in evidence]
+
+    def _support(
+        self, claims: list[str], sources: Sequence[str], question: str | None
+    ) -> tuple[list[ClaimEvidence], list[bool], np.ndarray]:
+        """Evidence for ``claims`` against the ``sources``' sentences, the supported verdict per
+        claim, and the claims' vectors: the same checks ``analyse`` makes for faithfulness."""
+        if not claims:
+            return [], [], np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
+        question = (question or "").strip() or None
+        ctx_sentences: list[list[str]] = []
+        for src in sources:
+            sents = [p for s in split_sentences(src) for p in cut_long(s, MAX_CONTEXT_SENTENCE_WORDS)]
+            ctx_sentences.append(sents or [src[:1000]])
+        flat = [s for sents in ctx_sentences for s in sents]
+        sentence_facts = [facts(s) for s in flat]
+        claim_facts = [facts(c) for c in claims]
+        claim_tokens = [content_tokens(c) for c in claims]
+        question_tokens = facts(question).tokens if question else frozenset()
+        mask = self._sentences_to_embed(ctx_sentences, sentence_facts, question_tokens, claim_facts)
+        cached = self._cache.get_many(flat)
+        to_embed = [s for s, keep, hit in zip(flat, mask, cached, strict=True) if keep and hit is None]
+        extra = [*claims, *([question] if question else [])]
+        vecs, states = self._encode([*dict.fromkeys(to_embed), *extra])
+        n_new = len(dict.fromkeys(to_embed))
+        lookup = {s: (vecs[i], states[i]) for i, s in enumerate(dict.fromkeys(to_embed))}
+        zero: _Cached = (np.zeros(EMBEDDING_DIM, dtype=np.float32), NO_TOKENS)
+        entries = [
+            hit if hit is not None else lookup.get(s, zero) for s, hit in zip(flat, cached, strict=True)
+        ]
+        sentence_vecs = np.array([e[0] for e in entries], dtype=np.float32).reshape(len(flat), EMBEDDING_DIM)
+        claim_vecs = vecs[n_new : n_new + len(claims)]
+        claim_states = states[n_new : n_new + len(claims)]
+        bigrams: set[tuple[str, str]] = set()
+        for s in flat:
+            bigrams.update(itertools.pairwise(content_tokens(s)))
+        support = [e[1] for e in entries] + ([states[n_new + len(claims)]] if question else [])
+        evidence = check_claims(
+            claims, claim_facts, claim_tokens, claim_vecs, flat, sentence_facts, sentence_vecs, bigrams,
+            question_tokens, soft_novel=soft_novel_counts(claim_states, support),
+        )
+        verdicts = [
+            local_model.claim_support(e) >= local_model.FAITHFULNESS_THRESHOLD and not e.contradiction()
+            for e in evidence
+        ]
+        return evidence, verdicts, claim_vecs
+
+    def _encode(self, texts: list[str]) -> tuple[np.ndarray, list[TokenStates]]:
+        """Vectors and token states of ``texts``, through the sentence cache."""
+        if not texts:
+            return np.zeros((0, EMBEDDING_DIM), dtype=np.float32), []
+        cached = self._cache.get_many(texts)
+        missing = list(dict.fromkeys(t for t, hit in zip(texts, cached, strict=True) if hit is None))
+        if missing:
+            fresh, fresh_states = self._embedder.embed_with_tokens(missing)
+            self._cache.put_many(missing, fresh, fresh_states)
+            found = {t: (fresh[i], fresh_states[i]) for i, t in enumerate(missing)}
+        else:
+            found = {}
+        entries = [hit if hit is not None else found[t] for t, hit in zip(texts, cached, strict=True)]
+        return (
+            np.array([e[0] for e in entries], dtype=np.float32).reshape(len(texts), EMBEDDING_DIM),
+            [e[1] for e in entries],
         )
 
     def analyse(self, question: str | None, contexts: Sequence[str], answer: str | None) -> Analysis:

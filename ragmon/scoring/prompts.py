@@ -27,7 +27,7 @@ from typing import Any
 
 from .. import semconv as sc
 from .claims import split_sentences
-from .verdicts import context_name
+from .verdicts import citation_name, context_name
 
 CHARS_PER_TOKEN = 4  # the usual estimate for English text with BPE tokenizers
 Message = dict[str, str]
@@ -170,6 +170,87 @@ def compact_messages(inp: JudgeInput, nonce: str | None = None) -> list[Message]
     ]
 
 
+# --- offline evaluation (``ragmon eval``): the compact prompt plus reference and citations --------
+# A separate variant: COMPACT_TASK and compact_messages stay byte-identical for the agent's online
+# path (and the benchmark's prompt hashes); this one adds steps only for what a request needs.
+_COMPACT_STEPS = COMPACT_TASK.split("\nReply format:", 1)[0]
+EVAL_REFERENCE_STEP = """{n}. "reference_claims": go through EVERY sentence of the reference answer
+   ("reference_sentences") in order and break each one into short factual claims as in 1, with the
+   number of its reference sentence. "attributed": true only if a context states that fact (same
+   numbers, dates, times and names), false if no context says it. "in_answer": true only if the
+   answer states the same fact. Also give every item of "claims" "in_reference": true only if the
+   reference answer states the same fact, false if it does not say it or says something different."""
+EVAL_CITATION_STEP = """{n}. "citation_supported": for every citation by its name, true only if the cited
+   context ITSELF states the fact of the cited claim (another context saying it does not count),
+   false otherwise."""
+
+
+def compact_eval_task(reference: bool, citations: bool) -> str:
+    """The system instructions of the evaluation variant of the compact prompt."""
+    steps = [_COMPACT_STEPS]
+    n = 4
+    claim = '{"sentence": 1, "claim": "...", "supported": true' + (', "in_reference": true}' if reference else "}")
+    reply = [f'{{"claims": [{claim}],\n "context_relevant": {{"context 1": true, "context 2": false}}, '
+             '"questions": ["..."], "noncommittal": false']
+    if reference:
+        steps.append(EVAL_REFERENCE_STEP.format(n=n))
+        n += 1
+        reply.append(',\n "reference_claims": [{"sentence": 1, "claim": "...", "attributed": true, '
+                     '"in_answer": false}]')
+    if citations:
+        steps.append(EVAL_CITATION_STEP.format(n=n))
+        reply.append(',\n "citation_supported": {"citation 1": true}')
+    return "\n".join(steps) + "\nReply format:\n" + "".join(reply) + "}"
+
+
+def reference_sentences(reference: str) -> list[str]:
+    """The reference answer as the numbered sentences the evaluation prompt shows."""
+    return split_sentences(reference) or ([reference] if reference.strip() else [])
+
+
+def compact_eval_messages(
+    inp: JudgeInput,
+    reference: str | None = None,
+    citations: Sequence[tuple[str, int]] = (),
+    nonce: str | None = None,
+) -> list[Message]:
+    """The compact call of offline evaluation: ``compact_messages`` plus, when given, the
+    reference answer (numbered sentences) and the citations to check — each a (claim text,
+    1-based rank of the cited context) pair, named "citation 1", "citation 2", ..."""
+    sentences = answer_sentences(inp.answer)
+    payload: dict[str, Any] = {
+        "question": inp.question,
+        "contexts": {context_name(i): c for i, c in enumerate(inp.contexts, start=1)},
+        "answer_sentences": {f"sentence {i}": s for i, s in enumerate(sentences, start=1)},
+    }
+    refs = reference_sentences(reference) if reference is not None else []
+    if reference is not None:
+        payload["reference_sentences"] = {f"sentence {i}": s for i, s in enumerate(refs, start=1)}
+    if citations:
+        payload["citations"] = {
+            citation_name(i): {"claim": claim, "context": context_name(rank)}
+            for i, (claim, rank) in enumerate(citations, start=1)
+        }
+    data, nonce = fence(payload, nonce)
+    n, m = len(inp.contexts), len(citations)
+    extra = ""
+    if reference is not None:
+        extra += f", {len(refs)} reference sentences"
+    if citations:
+        extra += f", {m} citations (citation_supported needs a verdict for each of citation 1..{m})"
+    return [
+        {
+            "role": "system",
+            "content": compact_eval_task(reference is not None, bool(citations)) + "\n\n" + _rules(nonce),
+        },
+        {
+            "role": "user",
+            "content": f"Check this RAG answer: {n} contexts, {len(sentences)} answer sentences{extra}; "
+            f"context_relevant needs a verdict for each of context 1..{n}.\n{data}",
+        },
+    ]
+
+
 # --- RAGAS-parity mode -----------------------------------------------------------------------
 STATEMENTS_TASK = """Given a question and an answer, break the answer into one or more fully
 understandable standalone statements. Each statement must carry a single fact, with no pronouns.
@@ -214,6 +295,42 @@ def question_messages(answer: str, nonce: str | None = None) -> list[Message]:
 def context_verdict_messages(question: str, context: str, answer: str, nonce: str | None = None) -> list[Message]:
     payload = {"question": question, "answer": answer, "context": context}
     return _task_messages(CONTEXT_VERDICT_TASK, payload, "Was this context useful?", nonce)
+
+
+# --- RAGAS-parity mode, offline evaluation ---------------------------------------------------
+CONTEXT_RECALL_TASK = """Given the contexts and the sentences of a reference answer, decide for each sentence
+whether it can be attributed to the contexts: verdict 1 if the contexts state what the sentence
+says, 0 if they do not. Give exactly one verdict per sentence, in the same order, with a
+one-sentence reason.
+Reply format: {"verdicts": [{"statement": "...", "reason": "...", "verdict": 1}]}"""
+
+CORRECTNESS_TASK = """Given a question, the statements of an answer and the statements of the reference
+(ground truth) answer, classify every statement. For each answer statement, "in_reference": 1 if the
+reference directly supports it (true positive), 0 if it does not (false positive). For each
+reference statement, "in_answer": 1 if the answer states it, 0 if the answer misses it (false
+negative). Keep both lists in the given order, one item per statement, with a one-sentence reason.
+Reply format: {"answer_statements": [{"statement": "...", "reason": "...", "in_reference": 1}],
+ "reference_statements": [{"statement": "...", "reason": "...", "in_answer": 0}]}"""
+
+
+def context_recall_messages(
+    contexts: Sequence[str], sentences: Sequence[str], nonce: str | None = None
+) -> list[Message]:
+    payload = {"contexts": list(contexts), "reference_sentences": list(sentences)}
+    return _task_messages(CONTEXT_RECALL_TASK, payload, f"Classify these {len(sentences)} sentences:", nonce)
+
+
+def correctness_messages(
+    question: str, answer_statements: Sequence[str], reference_statements: Sequence[str], nonce: str | None = None
+) -> list[Message]:
+    payload = {
+        "question": question,
+        "answer_statements": list(answer_statements),
+        "reference_statements": list(reference_statements),
+    }
+    intro = (f"Classify these {len(answer_statements)} answer statements and "
+             f"{len(reference_statements)} reference statements:")
+    return _task_messages(CORRECTNESS_TASK, payload, intro, nonce)
 
 
 # --- repair ----------------------------------------------------------------------------------

@@ -12,6 +12,8 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 
+from .judge import CIRCUIT_CLOSED, CIRCUIT_HALF_OPEN, CIRCUIT_OPEN
+
 Clock = Callable[[], float]
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -56,7 +58,8 @@ class Backoff:
 
 
 # --- circuit breaker -------------------------------------------------------------------------
-CLOSED, OPEN, HALF_OPEN = "closed", "open", "half_open"
+# the circuit states are the Judge protocol's (circuit_state)
+CLOSED, OPEN, HALF_OPEN = CIRCUIT_CLOSED, CIRCUIT_OPEN, CIRCUIT_HALF_OPEN
 
 
 class CircuitBreaker:

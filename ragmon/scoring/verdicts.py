@@ -53,6 +53,38 @@ def compact_schema(n_contexts: int) -> dict[str, Any]:
     )
 
 
+def citation_name(number: int) -> str:
+    """How the evaluation prompt names a (claim, cited context) pair, and its verdict's key."""
+    return f"citation {number}"
+
+
+def compact_eval_schema(n_contexts: int, reference: bool, n_citations: int) -> dict[str, Any]:
+    """The evaluation variant of the compact schema: reference claims and citation verdicts
+    are added only when the request has a reference / citations to check."""
+    schema = compact_schema(n_contexts)
+    props = schema["properties"]
+    if reference:
+        props["claims"]["items"] = _obj(
+            {
+                "sentence": {"type": "integer"}, "claim": {"type": "string"}, "supported": {"type": "boolean"},
+                "in_reference": {"type": "boolean"},
+            }
+        )
+        props["reference_claims"] = {
+            "type": "array",
+            "items": _obj(
+                {
+                    "sentence": {"type": "integer"}, "claim": {"type": "string"},
+                    "attributed": {"type": "boolean"}, "in_answer": {"type": "boolean"},
+                }
+            ),
+        }
+    if n_citations:
+        props["citation_supported"] = _obj({citation_name(i): {"type": "boolean"} for i in range(1, n_citations + 1)})
+    schema["required"] = list(props)
+    return schema
+
+
 STATEMENTS_SCHEMA: dict[str, Any] = _obj({"statements": {"type": "array", "items": {"type": "string"}}})
 NLI_SCHEMA: dict[str, Any] = _obj(
     {
@@ -212,6 +244,74 @@ def _context_rank(name: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
+# --- compact mode, offline evaluation --------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class CompactEvalVerdict:
+    """A compact reply of the evaluation variant: the online verdict plus what the request asked."""
+
+    base: CompactVerdict
+    in_reference: tuple[bool, ...]  # per answer claim (empty without a reference)
+    reference_claims: tuple[tuple[str, bool, bool], ...]  # (claim, attributed, in_answer)
+    citation_supported: tuple[bool, ...]  # per citation, in the order named
+
+
+_CITATION_NAME = re.compile(r"^\s*(?:citation|cite)?\s*#?\s*(\d+)\s*$", re.IGNORECASE)
+
+
+def parse_compact_eval(
+    obj: Mapping[str, Any], n_contexts: int, n_reference_sentences: int | None, n_citations: int
+) -> CompactEvalVerdict:
+    """Validate an evaluation-variant compact reply. ``n_reference_sentences`` is None when the
+    request had no reference; ``n_citations`` is how many citations the prompt named."""
+    base = parse_compact(obj, n_contexts)
+    in_reference: list[bool] = []
+    reference_claims: list[tuple[str, bool, bool]] = []
+    if n_reference_sentences is not None:
+        for i, item in enumerate(_list(obj, "claims")):
+            value = _first_key(item, ("in_reference", "in_ground_truth", "correct"), f"claims[{i}]")
+            in_reference.append(to_bool(value, f"claims[{i}].in_reference"))
+        for i, item in enumerate(_list(obj, "reference_claims")):
+            if not isinstance(item, Mapping):
+                raise VerdictError(f"reference_claims[{i}] must be an object with 'claim', 'attributed', 'in_answer'")
+            text = _first_key(item, ("claim", "statement", "text"), f"reference_claims[{i}]")
+            attributed = to_bool(_first_key(item, ("attributed", "supported"), f"reference_claims[{i}]"),
+                                 f"reference_claims[{i}].attributed")
+            in_answer = to_bool(_first_key(item, ("in_answer",), f"reference_claims[{i}]"),
+                                f"reference_claims[{i}].in_answer")
+            reference_claims.append((str(text), attributed, in_answer))
+        if n_reference_sentences > 0 and not reference_claims:
+            raise VerdictError(
+                f"'reference_claims' must break down the {n_reference_sentences} reference sentences; it was empty"
+            )
+    supported: dict[int, bool] = {}
+    if n_citations:
+        if "citation_supported" not in obj:
+            raise VerdictError("missing key 'citation_supported'")
+        raw = obj["citation_supported"]
+        if isinstance(raw, Mapping):
+            for name, value in raw.items():
+                match = _CITATION_NAME.match(str(name))
+                if match is None:
+                    raise VerdictError(f"citation_supported keys must be 'citation 1'..'citation {n_citations}', "
+                                       f"got {name!r}")
+                supported[int(match.group(1))] = to_bool(value, f"citation_supported[{name!r}]")
+        else:
+            for i, value in enumerate(_list(obj, "citation_supported"), start=1):
+                supported[i] = to_bool(value, f"citation_supported[{i - 1}]")
+        missing = [i for i in range(1, n_citations + 1) if i not in supported]
+        if missing:
+            raise VerdictError(
+                f"'citation_supported' must give one verdict for each of citation 1..{n_citations}; missing "
+                + ", ".join(citation_name(i) for i in missing[:10])
+            )
+    return CompactEvalVerdict(
+        base=base,
+        in_reference=tuple(in_reference),
+        reference_claims=tuple(reference_claims),
+        citation_supported=tuple(supported[i] for i in range(1, n_citations + 1)),
+    )
+
+
 # --- RAGAS-parity mode -----------------------------------------------------------------------
 def parse_statements(obj: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(str(s).strip() for s in _list(obj, "statements") if str(s).strip())
@@ -226,6 +326,42 @@ def parse_nli(obj: Mapping[str, Any], n_statements: int) -> tuple[bool, ...]:
         value = item.get("verdict") if isinstance(item, Mapping) else item
         out.append(to_bool(value, f"verdicts[{i}].verdict"))
     return tuple(out)
+
+
+CORRECTNESS_SCHEMA: dict[str, Any] = _obj(
+    {
+        "answer_statements": {
+            "type": "array",
+            "items": _obj(
+                {"statement": {"type": "string"}, "reason": {"type": "string"}, "in_reference": {"type": "integer"}}
+            ),
+        },
+        "reference_statements": {
+            "type": "array",
+            "items": _obj(
+                {"statement": {"type": "string"}, "reason": {"type": "string"}, "in_answer": {"type": "integer"}}
+            ),
+        },
+    }
+)
+
+
+def parse_correctness(
+    obj: Mapping[str, Any], n_answer: int, n_reference: int
+) -> tuple[tuple[bool, ...], tuple[bool, ...]]:
+    """(in_reference per answer statement, in_answer per reference statement), exact lengths."""
+    out: list[tuple[bool, ...]] = []
+    for key, flag, n in (("answer_statements", "in_reference", n_answer), ("reference_statements", "in_answer",
+                                                                            n_reference)):
+        items = _list(obj, key)
+        if len(items) != n:
+            raise VerdictError(f"{key!r} must have exactly {n} items, one per statement, got {len(items)}")
+        values = []
+        for i, item in enumerate(items):
+            value = item.get(flag, item.get("verdict")) if isinstance(item, Mapping) else item
+            values.append(to_bool(value, f"{key}[{i}].{flag}"))
+        out.append(tuple(values))
+    return out[0], out[1]
 
 
 def parse_question(obj: Mapping[str, Any]) -> tuple[str, bool]:

@@ -11,19 +11,20 @@ from ragmon import semconv as sc
 from ragmon.agent import Agent
 from ragmon.config import load_agent_config
 from ragmon.errors import JudgeBudgetExceeded, JudgeReplyError
+from ragmon.testing import StaticJudge
 from ragmon.types import RagTrace, Scores
 
+SCORES = {sc.METRIC_FAITHFULNESS: 0.9, sc.METRIC_ANSWER_RELEVANCY: 0.8, sc.METRIC_CONTEXT_PRECISION: 0.7}
 
-class ScriptedJudge:
-    """A real Judge implementation whose verdict depends on the answer text, for accounting
+
+class ScriptedJudge(StaticJudge):
+    """ragmon.testing's StaticJudge whose verdict depends on the answer text, for accounting
     tests that must not depend on a model: 'budget' -> over budget, 'broken' -> bad reply,
     'slow' -> takes a while, anything else -> fixed scores."""
 
-    name = "scripted"
-
     def __init__(self, delay_s: float = 0.0) -> None:
+        super().__init__(SCORES, name="scripted")
         self.delay_s = delay_s
-        self.seen: list[str] = []
 
     async def score(self, trace: RagTrace) -> Scores:
         self.seen.append(trace.trace_id)
@@ -34,13 +35,7 @@ class ScriptedJudge:
             raise JudgeBudgetExceeded("daily budget exhausted")
         if "broken" in answer:
             raise JudgeReplyError("judge reply was not JSON")
-        return Scores(
-            {sc.METRIC_FAITHFULNESS: 0.9, sc.METRIC_ANSWER_RELEVANCY: 0.8, sc.METRIC_CONTEXT_PRECISION: 0.7},
-            judge=self.name, details={"reason": "scripted"},
-        )
-
-    async def aclose(self) -> None:
-        return None
+        return Scores(SCORES, judge=self.name, details={"reason": "scripted"})
 
 
 @contextlib.asynccontextmanager

@@ -3,14 +3,13 @@ spans in it is accounted for (the basis of Kafka's commit-after-processing)."""
 
 from __future__ import annotations
 
-import asyncio
-
 from prometheus_client import CollectorRegistry
 
 from ragmon.agent import Agent
 from ragmon.config import load_agent_config
 from ragmon.types import SpanRecord
 from tests.agent.conftest import ScriptedJudge
+from tests.helpers.eventually import eventually
 
 
 class RecordingSource:
@@ -60,8 +59,8 @@ async def test_delivery_released_only_after_all_its_traces_are_accounted():
         agent.submit([_span(t1, "1" * 16, "9" * 16), _span(t2, "2" * 16, "8" * 16)], "A")
         assert source.released == []
         agent.submit([_span(t1, "9" * 16, None, answer="The price is 5 dollars.")], "B")
-        await asyncio.sleep(0.5)  # t1 judged; A still holds t2
-        assert "B" in source.released and "A" not in source.released
+        await eventually(lambda: "B" in source.released, timeout_s=10, what="t1 judged and B released")
+        assert "A" not in source.released  # A still holds t2
         agent.submit([_span(t2, "8" * 16, None, answer="The price is 5 dollars.")], "C")
         assert await agent.wait_idle(10)
         assert set(source.released) == {"A", "B", "C"}
@@ -93,9 +92,9 @@ async def test_backpressure_reports_full_backlog():
     try:
         for i in range(4):
             agent.submit([_span(f"{i:032x}", "1" * 16, None, answer="ok answer")], i)
-        await asyncio.sleep(0.05)
-        assert agent.backpressure() is True
         get = agent.metrics.registry.get_sample_value
+        # two traces in flight (one being judged for 1 s, one queued) fill the backlog of 2
+        assert await eventually(agent.backpressure, timeout_s=10, what="a full judge backlog") is True
         assert get("ragmon_traces_skipped_total", {"service": "svc", "pipeline": "p", "reason": "backlog_full"}) == 2
     finally:
         await agent.stop()

@@ -25,8 +25,11 @@ When the queue is empty a chat request is answered by ``server.responder(body)``
 ``compact_responder``: a deterministic, schema-valid compact-mode judgement (every answer
 sentence is a claim, supported when most of its words occur in the contexts; every context
 relevant when it shares a word with the question; the user's question echoed as the
-generated question). Embeddings are deterministic hashed bag-of-words unit vectors, so
-texts with the same words get cosine 1.
+generated question; for the evaluation variant, every reference sentence is a reference claim,
+attributed / in the answer / an answer claim in the reference / a citation supported by the same
+60 % word-share rule against the contexts, the answer, the reference and the cited context).
+Embeddings are deterministic hashed bag-of-words unit vectors, so texts with the same words get
+cosine 1.
 """
 
 from __future__ import annotations
@@ -244,7 +247,7 @@ def compact_responder(body: dict[str, Any]) -> Reply:
         if words:
             share = sum(w in context_words for w in words) / len(words)
             claims.append({"sentence": number, "claim": sentence, "supported": share >= 0.6})
-    verdict = {
+    verdict: dict[str, Any] = {
         "claims": claims,
         "context_relevant": {
             f"context {i}": bool(question_words & set(_words(c))) for i, c in enumerate(contexts, start=1)
@@ -252,4 +255,29 @@ def compact_responder(body: dict[str, Any]) -> Reply:
         "questions": [payload.get("question", "")],
         "noncommittal": False,
     }
+    # the evaluation variant (``ragmon eval``): the same word-share rule against the reference,
+    # the answer and each cited context
+    if "reference_sentences" in payload:
+        reference_words = set(_words(" ".join(payload["reference_sentences"].values())))
+        answer_words = set(_words(" ".join(payload.get("answer_sentences", {}).values())))
+        for claim in claims:
+            claim["in_reference"] = _share(claim["claim"], reference_words) >= 0.6
+        verdict["reference_claims"] = [
+            {"sentence": number, "claim": sentence, "attributed": _share(sentence, context_words) >= 0.6,
+             "in_answer": _share(sentence, answer_words) >= 0.6}
+            for number, sentence in enumerate(payload["reference_sentences"].values(), start=1)
+            if _words(sentence)
+        ]
+    if "citations" in payload:
+        by_name = payload.get("contexts", {})
+        verdict["citation_supported"] = {
+            name: _share(item["claim"], set(_words(by_name.get(item["context"], "")))) >= 0.6
+            for name, item in payload["citations"].items()
+        }
     return Reply.json(verdict)
+
+
+def _share(text: str, vocabulary: set[str]) -> float:
+    """Share of ``text``'s words found in ``vocabulary`` (0 for a text without words)."""
+    words = _words(text)
+    return sum(w in vocabulary for w in words) / len(words) if words else 0.0

@@ -14,7 +14,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from ragmon import semconv as sc
 from ragmon.agent import Agent
 from tests.agent.conftest import ScriptedJudge, running_agent
-from tests.helpers.scrape import scrape
+from tests.helpers.eventually import eventually
+from tests.helpers.scrape import Scrape, scrape
 from tests.ingest.otel_helpers import SpanFactory
 
 PROTO = {"content-type": "application/x-protobuf"}
@@ -22,6 +23,16 @@ PROTO = {"content-type": "application/x-protobuf"}
 
 def _url(agent: Agent) -> str:
     return f"http://127.0.0.1:{agent.receiver_port}/v1/traces"
+
+
+async def _scrape_when_positive(agent: Agent, name: str, **labels: str) -> Scrape:
+    """Scrape the agent's /metrics until ``name{labels}`` is above 0; return that scrape."""
+    async def check() -> Scrape:
+        s = await asyncio.to_thread(scrape, agent.metrics_port)
+        assert s.value(name, **labels) > 0, f"{name}{labels} is still 0"
+        return s
+
+    return await eventually(check, timeout_s=10, what=f"{name}{labels} > 0", interval_s=0.1)
 
 
 def _rag_trace_body(question: str = "How do I reset my password?") -> bytes:
@@ -111,12 +122,11 @@ async def test_ten_thousand_open_traces_and_the_agent_keeps_serving() -> None:
         url = _url(agent)
         async with httpx.AsyncClient(timeout=30) as client:
             flooded = await client.post(url, content=flood.SerializeToString(), headers=PROTO)
-            await asyncio.sleep(0.6)  # the agent refreshes its gauges on a 0.25 s tick
-            s1 = await asyncio.to_thread(scrape, agent.metrics_port)
+            # ragmon_open_traces is refreshed on the agent's 0.25 s expiry tick: wait for that tick
+            s1 = await _scrape_when_positive(agent, "ragmon_open_traces")
             # still serving: a complete trace goes through while 10 000 wait
             healthy = await client.post(url, content=_rag_trace_body(), headers=PROTO)
-            await asyncio.sleep(0.6)
-            s2 = await asyncio.to_thread(scrape, agent.metrics_port)
+            s2 = await _scrape_when_positive(agent, "ragmon_traces_received_total", service="bad-input-svc")
     assert flooded.status_code == 200 and healthy.status_code == 200
     assert s1.value("ragmon_spans_received_total", source="http") == 10_000
     assert s1.value("ragmon_open_traces") == 10_000

@@ -25,6 +25,7 @@ from ragmon.config import load_agent_config
 from ragmon.export.metrics import AgentMetrics
 from ragmon.ingest.http_receiver import OtlpHttpReceiver
 from ragmon.types import SpanRecord
+from tests.helpers.eventually import eventually
 from tests.ingest.otel_helpers import SpanFactory, to_otlp_json
 
 PROTO = {"content-type": "application/x-protobuf"}
@@ -276,10 +277,12 @@ async def test_stop_finishes_in_flight_requests_then_refuses() -> None:
         yield body[10:]
 
     in_flight = asyncio.create_task(r.client.post(r.url, content=slow_body(), headers=PROTO))
-    await asyncio.sleep(0.2)  # the request has started and is waiting for the rest of its body
+    # the handler has started and waits for the rest of the body (white-box: the receiver's count)
+    await eventually(lambda: r.receiver._in_flight == 1, timeout_s=10, what="the request in progress")
     stopping = asyncio.create_task(r.receiver.stop())
-    await asyncio.sleep(0.2)
+    await eventually(lambda: _refuses_connections(r.receiver.port), timeout_s=10, what="the listener closed")
     assert not r.receiver.ready()
+    assert not stopping.done()  # stop() waits for the request in progress
     release.set()
     response = await in_flight
     await stopping
@@ -289,6 +292,16 @@ async def test_stop_finishes_in_flight_requests_then_refuses() -> None:
         await r.client.post(r.url, content=body, headers=PROTO)
     await r.receiver.stop()  # idempotent
     await r.client.aclose()
+
+
+async def _refuses_connections(port: int) -> bool:
+    try:
+        _reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    except ConnectionRefusedError:
+        return True
+    writer.close()
+    await writer.wait_closed()
+    return False
 
 
 async def test_ready_and_port(running: Running) -> None:
@@ -319,11 +332,9 @@ async def test_client_that_disconnects_mid_body_is_counted(running: Running) -> 
     await writer.drain()
     writer.close()
     await writer.wait_closed()
-    for _ in range(100):  # the server notices the closed connection asynchronously
-        if running.dropped(sc.DROP_MALFORMED_BODY):
-            break
-        await asyncio.sleep(0.02)
-    assert running.dropped(sc.DROP_MALFORMED_BODY) == 1
+    # the server notices the closed connection asynchronously
+    assert await eventually(lambda: running.dropped(sc.DROP_MALFORMED_BODY), timeout_s=10,
+                            what="the broken upload counted") == 1
     assert running.requests(sc.OUTCOME_REJECTED) == 1
     await _good_request_still_works(running)
 
@@ -349,7 +360,9 @@ async def test_bodies_in_progress_are_bounded_with_a_retryable_503() -> None:
                          b"Content-Length: 65536\r\n\r\n" + b"\x00" * 1024)
             await writer.drain()
             held.append((reader, writer))
-        await asyncio.sleep(0.2)
+        # all four have reserved their declared size (white-box: the receiver's body budget)
+        await eventually(lambda: r.receiver._budget.used == r.receiver._budget.limit, timeout_s=10,
+                         what="the body budget full")
         body = _factory_with_trace().request().SerializeToString()
         busy = await r.client.post(r.url, content=body, headers=PROTO)
         assert busy.status_code == 503 and int(busy.headers["retry-after"]) >= 1

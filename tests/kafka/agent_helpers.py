@@ -31,6 +31,8 @@ class SleepyJudge:
 
     delay_s: float = 0.0
     name: str = "sleepy"
+    bounds_own_duration: bool = False
+    circuit_state: str = "closed"
     scored: list[str] = field(default_factory=list)
     active: int = 0
     max_active: int = 0

@@ -23,6 +23,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
 from ragmon.types import SpanRecord
+from tests.helpers.eventually import eventually as eventually  # re-exported for the Kafka tests
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
@@ -130,16 +131,6 @@ async def read_all(bootstrap: str, topic: str, expected: int, timeout_s: float =
         return records
     finally:
         await consumer.stop()
-
-
-async def eventually(check: Callable[[], bool], timeout_s: float = 30.0, what: str = "condition") -> None:
-    """Poll ``check`` until it holds; fail with ``what`` after a bounded time."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while not check():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
-        await asyncio.sleep(0.1)
 
 
 @dataclass

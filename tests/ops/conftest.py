@@ -10,7 +10,10 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 RULES = REPO / "deploy" / "prometheus" / "ragmon-rules.yml"
 RULE_TESTS = sorted((REPO / "deploy" / "prometheus" / "tests").glob("*.yml"))
-INSTALL_HINT = "install it with scripts/install-prometheus.sh (Debian packages prometheus, prometheus-alertmanager)"
+INSTALL_HINT = (
+    "install it with scripts/install-prometheus.sh "
+    "(Debian packages prometheus, prometheus-alertmanager, prometheus-pushgateway)"
+)
 
 
 def require_binary(name: str) -> str:

@@ -1,4 +1,4 @@
-"""Real Prometheus and Alertmanager processes (Debian packages) on loopback ports, for the
+"""Real Prometheus, Alertmanager and Pushgateway processes (Debian packages) on loopback ports, for the
 end-to-end ops tests, plus the rule-file rewriting that makes test-sized windows.
 
 Every wait is bounded; a process that does not come up fails the test with its log tail.
@@ -149,6 +149,31 @@ class Alertmanager(_Process):
             "/-/ready",
         )
         return self
+
+
+class Pushgateway(_Process):
+    """The Debian ``prometheus-pushgateway`` on a loopback port. Its persistence file is in the
+    test's own directory: the Debian build defaults ``--persistence.file`` to a file shared by every
+    instance under /var/lib/prometheus, and an empty value does not turn that off."""
+
+    name = "pushgateway"
+
+    def start(self) -> Pushgateway:
+        binary = require_binary("prometheus-pushgateway")
+        self._start(
+            [
+                binary,
+                f"--web.listen-address=127.0.0.1:{self.port}",
+                f"--persistence.file={self.workdir / 'pushgateway.data'}",
+                "--log.level=warn",
+            ],
+            "/-/ready",
+        )
+        return self
+
+    def scrape_job(self, job_name: str = "pushgateway") -> dict[str, Any]:
+        """A scrape config for this gateway; ``honor_labels`` keeps the pushed job/grouping labels."""
+        return {"job_name": job_name, "honor_labels": True, "static_configs": [{"targets": [f"127.0.0.1:{self.port}"]}]}
 
 
 def scrape_config(

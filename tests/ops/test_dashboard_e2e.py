@@ -27,6 +27,7 @@ import re
 import subprocess
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,7 @@ from ragmon import semconv as sc
 from ragmon.agent import Agent
 from ragmon.config import load_agent_config
 from tests.fakes.openai_server import FakeOpenAI, Reply
+from tests.helpers.eventually import eventually_sync
 from tests.helpers.traffic import OtlpTraffic, Request
 
 from .conftest import REPO, require_binary
@@ -58,6 +60,7 @@ EMPTY_OK = {
     "ragmon_kafka_": "the agent under test reads OTLP/HTTP; test_kafka_panels_e2e.py checks these with Kafka",
     "ragmon:kafka_consumer_lag_messages": "recorded from the Kafka lag gauge (see above)",
     "ALERTS{": "only present while an alert is pending or firing; tests/ops/test_alert_e2e.py covers it",
+    "ragmon_eval_": "pushed by `ragmon eval` via a Pushgateway; tests/evaluation/test_pushgateway_e2e.py checks them",
 }
 
 
@@ -91,12 +94,14 @@ def varied(i: int) -> Request:
     )
 
 
+INTERVAL_S = 1  # Prometheus' scrape and rule evaluation interval in this test
 SCRAPE_PACING_S = 2.5  # > 2 scrape intervals: each stage is seen as a change by rate()/increase()
 
 
-async def drive_traffic(agent: Agent, fake: FakeOpenAI) -> list[str]:
+async def drive_traffic(agent: Agent, fake: FakeOpenAI) -> tuple[list[str], float]:
     """Stages of traffic, each idle-waited and then left to be scraped before the next one (the
-    whole run takes well under a second otherwise, between two scrapes)."""
+    whole run takes well under a second otherwise, between two scrapes). Returns the trace ids and
+    the wall-clock time after which the agent's metrics no longer change."""
     traffic = OtlpTraffic(f"http://127.0.0.1:{agent.receiver_port}/v1/traces", service=SERVICE)
     send = lambda req: asyncio.to_thread(traffic.send, req)  # noqa: E731
     try:
@@ -133,8 +138,9 @@ async def drive_traffic(agent: Agent, fake: FakeOpenAI) -> list[str]:
         for i in range(30):  # more than the per-minute token budget: some are skipped{reason="budget"}
             await send(varied(200 + i))
         assert await agent.wait_idle(60)
+        settled = time.time()
         await asyncio.sleep(SCRAPE_PACING_S)
-        return list(traffic.trace_ids)
+        return list(traffic.trace_ids), settled
     finally:
         await asyncio.to_thread(traffic.close)
 
@@ -235,7 +241,7 @@ async def test_every_dashboard_and_rule_expression_returns_data(tmp_path: Path) 
     # The real rules with every group evaluated each second (instead of 30s-5m) so recording rules
     # have values within seconds; windows and thresholds are unchanged.
     rules_path = tmp_path / "ragmon-rules.yml"
-    rules_path.write_text(shrink_rules(None, for_="1s", interval="1s"))
+    rules_path.write_text(shrink_rules(None, for_="1s", interval=f"{INTERVAL_S}s"))
     dashboard = json.loads(DASHBOARD.read_text(encoding="utf-8"))
 
     async with FakeOpenAI() as fake:
@@ -258,19 +264,20 @@ async def test_every_dashboard_and_rule_expression_returns_data(tmp_path: Path) 
         )
         agent = Agent(config, registry=CollectorRegistry())
         async with agent:
-            prometheus = Prometheus(tmp_path).start(scrape_config(agent.metrics_port, rule_files=[str(rules_path)]))
+            prometheus = Prometheus(tmp_path).start(
+                scrape_config(agent.metrics_port, interval=f"{INTERVAL_S}s", rule_files=[str(rules_path)]))
             try:
                 # Prometheus scrapes a new target only a few seconds after start: wait for the first
                 # scrape, so counters are seen moving (increase/rate) and not only at their end value.
                 await asyncio.to_thread(wait_for, prometheus.targets_up, 30, "the first scrape of the agent")
-                trace_ids = await drive_traffic(agent, fake)
-                await asyncio.to_thread(check_everything, prometheus, dashboard, agent, trace_ids, promtool)
+                trace_ids, settled = await drive_traffic(agent, fake)
+                await asyncio.to_thread(check_everything, prometheus, dashboard, agent, trace_ids, promtool, settled)
             finally:
                 prometheus.stop()
 
 
 def check_everything(
-    prom: Prometheus, dashboard: dict[str, Any], agent: Agent, trace_ids: list[str], promtool: str
+    prom: Prometheus, dashboard: dict[str, Any], agent: Agent, trace_ids: list[str], promtool: str, settled: float
 ) -> None:
     # Wait until the last traffic is scraped and every rule group has evaluated it.
     wait_for(
@@ -278,7 +285,10 @@ def check_everything(
         60,
         "the budget skips to be scraped (per-minute judge budget exceeded)",
     )
-    time.sleep(3)  # two more scrape + rule evaluation rounds
+    scraped = eventually_sync(lambda: scraped_twice_since(prom, settled), timeout_s=60, interval_s=0.2,
+                              what="two scrapes of the final metrics")
+    eventually_sync(lambda: evaluated_twice_since(prom, scraped), timeout_s=60, interval_s=0.2,
+                    what="two rule evaluation rounds after those scrapes")
     wait_for(lambda: prom.query("ragmon:score_ratio:mean7d"), 30, "the baseline recording rule")
 
     bad_rules = [r for r in prom.rule_health() if r[1] == "err"]
@@ -342,6 +352,34 @@ def check_everything(
     text = httpx.get(f"http://127.0.0.1:{agent.metrics_port}/metrics", timeout=10).text
     lint = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
     assert lint.returncode == 0 and not lint.stdout.strip() and not lint.stderr.strip(), lint.stdout + lint.stderr
+
+
+def scraped_twice_since(prom: Prometheus, settled: float) -> float:
+    """When the agent's last scrape ended, once it is at least the second to start after ``settled``
+    (the metrics no longer change from then on); raises, saying why, before that. Prometheus'
+    own wall-clock times."""
+    targets = httpx.get(f"{prom.url}/api/v1/targets", timeout=10).json()["data"]["activeTargets"]
+    assert targets, "no active targets"
+    ends = []
+    for t in targets:
+        started = _prom_time(t["lastScrape"])
+        assert started > settled + INTERVAL_S, f"{t['scrapeUrl']}: last scrape {t['lastScrape']} too early"
+        ends.append(started + float(t["lastScrapeDuration"]))
+    return max(ends)
+
+
+def evaluated_twice_since(prom: Prometheus, since: float) -> bool:
+    """True once every rule group has evaluated twice after ``since`` (a recording rule may read
+    another group's result); raises, saying which group lags, before that."""
+    for group in prom_rules(prom):
+        evaluated = _prom_time(group["lastEvaluation"])
+        assert evaluated > since + float(group["interval"]), (
+            f"rule group {group['name']}: last evaluation {group['lastEvaluation']} too early")
+    return True
+
+
+def _prom_time(rfc3339: str) -> float:
+    return datetime.fromisoformat(rfc3339).timestamp()
 
 
 def prom_rules(prom: Prometheus) -> list[dict[str, Any]]:

@@ -148,7 +148,11 @@ def test_alertmanager_example_config() -> None:
 
 
 # --- Kubernetes -----------------------------------------------------------------------------------------------
-CORE_MANIFESTS = [DEPLOY / "kubernetes" / "sidecar.yaml", DEPLOY / "kubernetes" / "kafka-agent.yaml"]
+CORE_MANIFESTS = [
+    DEPLOY / "kubernetes" / "sidecar.yaml",
+    DEPLOY / "kubernetes" / "kafka-agent.yaml",
+    DEPLOY / "kubernetes" / "eval-cronjob.yaml",  # nightly `ragmon eval --pushgateway`
+]
 
 
 def test_core_manifests_validate() -> None:
