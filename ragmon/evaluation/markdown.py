@@ -239,6 +239,19 @@ def _by_type(report: Report) -> list[str]:
     return ["### By question type", "", *_table(header, rows, "lrlrr"), ""]
 
 
+def _by_difficulty(report: Report) -> list[str]:
+    """Per difficulty: questions and the composite (the one number every question type has)."""
+    by_difficulty: Mapping[str, Any] = report.get("by_difficulty") or {}
+    if not by_difficulty:
+        return []
+    rows = []
+    for difficulty, section in by_difficulty.items():
+        value = (section.get("metrics") or {}).get("composite") or {}
+        rows.append([escape_cell(difficulty), str(section.get("questions", 0)), format_value(value.get("mean")),
+                     format_interval(value.get("ci95"))])
+    return ["### By difficulty", "", *_table(["difficulty", "questions", "composite", "95% CI"], rows, "lrrr"), ""]
+
+
 def _counts(title: str, counts: Mapping[str, Any], order: Sequence[str]) -> list[str]:
     if not counts:
         return []
@@ -319,6 +332,7 @@ def render_markdown(report: Report, *, worst: int = DEFAULT_WORST, max_chars: in
         *_gate_table(report),
         *_metrics_table(report),
         *_by_type(report),
+        *_by_difficulty(report),
         *_latency(report),
         *_counts("Diagnosis verdicts", report.get("verdicts") or {}, VERDICT_ORDER),
         *_counts("Multi-hop misses", report.get("multi_hop_misses") or {}, MISS_ORDER),

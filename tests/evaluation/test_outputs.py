@@ -89,7 +89,7 @@ def test_markdown_starts_with_the_gate_verdict_and_lists_failed_rules_first() ->
 def test_every_table_parses_with_consistent_columns() -> None:
     markdown = render_markdown(failed_report())
     found = tables(markdown)
-    assert len(found) == 7  # gate, metrics, by type, verdicts, misses, worst, problems: no stray ones
+    assert len(found) == 8  # gate, metrics, by type, by difficulty, verdicts, misses, worst, problems: no stray ones
     for table in found:
         widths = {len(row) for row in table}
         assert len(widths) == 1, table
