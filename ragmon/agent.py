@@ -28,6 +28,7 @@ from .export.metrics import AgentMetrics
 from .export.server import MetricsServer
 from .export.worst import WorstTraces
 from .ingest.assembler import ClosedTrace, TraceAssembler
+from .ingest.settings import HttpReceiverSettings, KafkaSourceSettings
 from .ingest.source import SpanSource
 from .scoring.diagnosis import diagnose
 from .scoring.judge import CIRCUIT_CLOSED, Judge
@@ -139,10 +140,10 @@ class Agent:
         if self.config.source == "kafka":
             from .ingest.kafka_source import KafkaSource
 
-            return KafkaSource(self.config, self.metrics)
+            return KafkaSource(self.config.section(KafkaSourceSettings), self.metrics)
         from .ingest.http_receiver import OtlpHttpReceiver
 
-        return OtlpHttpReceiver(self.config, self.metrics)
+        return OtlpHttpReceiver(self.config.section(HttpReceiverSettings), self.metrics)
 
     async def stop(self) -> None:
         """Stop accepting, close open traces, finish or account in-flight work, stop serving."""
@@ -153,7 +154,8 @@ class Agent:
         await self._source.stop()
         self._process_closed(self._assembler.close_all())
         deadline = self._clock() + self.config.shutdown_grace_s
-        while (self._in_flight or not self._backlog.empty()) and self._clock() < deadline:
+        # a bounded poll: draining ends on either condition, and the deadline is a clock read
+        while (self._in_flight or not self._backlog.empty()) and self._clock() < deadline:  # noqa: ASYNC110
             await asyncio.sleep(0.05)
         for task in self._tasks:
             task.cancel()
@@ -216,7 +218,7 @@ class Agent:
                 self._count_feedback(span)
             try:
                 closed.extend(self._assembler.add(span, token))
-            except Exception:  # one bad span never stops the agent
+            except Exception:  # noqa: BLE001  # one bad span never stops the agent
                 self.metrics.dropped.labels(sc.DROP_MALFORMED_SPAN).inc()
                 self._log_once.warning("assemble", "could not assemble span %s", span.span_id, exc_info=True)
                 continue
@@ -250,7 +252,7 @@ class Agent:
         for item in closed:
             try:
                 self._process_one(item)
-            except Exception:
+            except Exception:  # noqa: BLE001  # one bad trace never stops the agent (rule 2)
                 self._log_once.warning("process", "internal error processing trace %s",
                                        item.trace.trace_id, exc_info=True)
                 self._count_failed(item.trace, sc.FAIL_INTERNAL)
@@ -325,7 +327,7 @@ class Agent:
                 await self._judge_one(closed)
             except asyncio.CancelledError:
                 raise
-            except Exception:
+            except Exception:  # noqa: BLE001  # a worker must survive any bug: the trace is accounted below
                 self._log_once.warning("worker", "internal error in judge worker", exc_info=True)
                 if closed.trace.trace_id in self._in_flight:
                     self._count_failed(closed.trace, sc.FAIL_INTERNAL)
@@ -358,7 +360,7 @@ class Agent:
             self._count_failed(trace, sc.FAIL_TIMEOUT)
             self._account(closed)
             return
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001  # any judge bug becomes failed{reason="internal_error"}
             self._log_once.warning(f"judge:{type(exc).__name__}", "judge raised %r", exc, exc_info=True)
             self._count_failed(trace, sc.FAIL_INTERNAL)
             self._account(closed)
@@ -387,7 +389,7 @@ class Agent:
         for listener in self._listeners:
             try:
                 listener(trace, scores, verdict)
-            except Exception:
+            except Exception:  # noqa: BLE001  # a user's listener must not break scoring
                 self._log_once.warning("listener", "score listener raised", exc_info=True)
 
     # ------------------------------------------------------------------ accounting
@@ -434,7 +436,7 @@ class Agent:
             return
         try:
             self._source.release(token)
-        except Exception:
+        except Exception:  # noqa: BLE001  # a source bug must not leave the trace unaccounted
             self._log_once.warning("release", "source.release failed", exc_info=True)
 
     # ------------------------------------------------------------------ housekeeping
@@ -447,7 +449,7 @@ class Agent:
                 self._export_assembler_drops()
                 self.metrics.open_traces.set(self._assembler.open_count)
                 self.metrics.judge_backlog.set(len(self._in_flight))
-            except Exception:
+            except Exception:  # noqa: BLE001  # the expiry loop must keep ticking
                 self._log_once.warning("expiry", "expiry tick failed", exc_info=True)
 
     def _export_assembler_drops(self) -> None:

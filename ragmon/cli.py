@@ -34,6 +34,7 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
         shown = "***" if setting.secret else _format_default(setting.default)
         parser.add_argument(
             setting.flag,
+            *setting.aliases,
             dest=setting.name,
             default=None,
             metavar=(setting.choices and "{" + ",".join(setting.choices) + "}") or "VALUE",

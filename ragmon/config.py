@@ -12,23 +12,18 @@ import dataclasses
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from . import quality
+from . import env, quality
 from . import semconv as sc
 from .errors import ConfigError
 
 Parser = Callable[[str], Any]
+_Section = TypeVar("_Section")
 
 
 # --- value parsers (each raises ValueError with a short reason) -------------------------------
-def parse_bool(text: str) -> bool:
-    lowered = text.strip().lower()
-    if lowered in ("1", "true", "yes", "on"):
-        return True
-    if lowered in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(f"expected true/false, got {text!r}")
+parse_bool = env.parse_bool  # the one boolean parser, shared with the SDK
 
 
 def _int_at_least(minimum: int) -> Parser:
@@ -186,6 +181,10 @@ class AgentConfig:
     log_level: str = "info"
     shutdown_grace_s: float = 20.0
 
+    def section(self, cls: type[_Section]) -> _Section:
+        """A stage's frozen settings dataclass, filled from the same-named settings here."""
+        return cls(**{f.name: getattr(self, f.name) for f in dataclasses.fields(cls)})  # type: ignore[arg-type]
+
     def diagnosis_thresholds(self) -> dict[str, float]:
         """Diagnosis threshold per quality metric: these settings for online metrics, else the table's."""
         out = quality.default_thresholds()
@@ -213,7 +212,14 @@ class Setting:
 
     @property
     def flag(self) -> str:
-        return "--" + self.name.replace("_", "-")
+        """The flag spelled like the variable: RAGMON_SAMPLER_RATE <-> --sampler-rate."""
+        return "--" + self.env.removeprefix(env.PREFIX).lower().replace("_", "-")
+
+    @property
+    def aliases(self) -> tuple[str, ...]:
+        """Older flag spelled after the setting name (--sample-rate), still accepted."""
+        short = "--" + self.name.replace("_", "-")
+        return () if short == self.flag else (short,)
 
     @property
     def default(self) -> Any:

@@ -20,7 +20,8 @@ def table() -> str:
     rows = ["| env var | flag | default | meaning |", "| --- | --- | --- | --- |"]
     for s in AGENT_SETTINGS:
         default = "***" if s.secret else _format_default(s.default)
-        rows.append(f"| `{s.env}` | `{s.flag}` | `{default}` | {s.help.replace('|', '/')} |")
+        flags = " ".join(f"`{flag}`" for flag in (s.flag, *s.aliases))
+        rows.append(f"| `{s.env}` | {flags} | `{default}` | {s.help.replace('|', '/')} |")
     return "\n".join(rows)
 
 

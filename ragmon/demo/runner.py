@@ -205,7 +205,7 @@ class DemoRunner:
         return 0
 
     async def _until_hard(self, stop: _Stop) -> None:
-        while not stop.hard:
+        while not stop.hard:  # noqa: ASYNC110  # polls a flag set from a signal handler thread
             await asyncio.sleep(0.1)
 
     def _done(self, future: asyncio.Future[DemoAnswer]) -> None:

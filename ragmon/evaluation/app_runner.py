@@ -235,7 +235,7 @@ def _in_thread(fn: Callable[..., Any], question: str) -> asyncio.Future[Any]:
     def target() -> None:
         try:
             outcome: tuple[bool, Any] = (True, context.run(call))
-        except BaseException as exc:  # SystemExit too: on this thread it would only end the thread
+        except BaseException as exc:  # noqa: BLE001  # SystemExit too: on this thread it would only end the thread
             outcome = (False, _AppRaised(exc))
         with contextlib.suppress(RuntimeError):  # loop closed: the run is over, nobody waits any more
             loop.call_soon_threadsafe(_settle, future, outcome)

@@ -35,11 +35,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from .. import semconv as sc
 from .._log import LogOnce
-from ..config import AgentConfig
 from ..errors import ConfigError, DecodeError
-from ..export.metrics import AgentMetrics
 from .otlp import CONTENT_TYPE_JSON, CONTENT_TYPE_PROTOBUF, DecodedBatch, decode_export_request, media_type
-from .source import SpanSink
+from .settings import HttpReceiverSettings
+from .source import SourceMetrics, SpanSink
 
 __all__ = ["TRACES_PATH", "OtlpHttpReceiver"]
 
@@ -71,7 +70,7 @@ _HTTP_STATUS = {
 class OtlpHttpReceiver:
     name = "http"
 
-    def __init__(self, config: AgentConfig, metrics: AgentMetrics) -> None:
+    def __init__(self, config: HttpReceiverSettings, metrics: SourceMetrics) -> None:
         self._host = config.receiver_host
         self._requested_port = config.receiver_port
         self._max_body = config.receiver_max_body_bytes
@@ -189,7 +188,7 @@ class OtlpHttpReceiver:
                                    "answering 503 Retry-After", self._budget.used)
             return _status_response(503, _RPC_UNAVAILABLE, "too many large requests in progress; retry later",
                                     response_type, headers={hdrs.RETRY_AFTER: str(RETRY_AFTER_S)})
-        except Exception:  # a bug of ours, not the client's fault: answer, count, log once
+        except Exception:  # noqa: BLE001  # a bug of ours, not the client's fault: answer, count, log once
             self._count(sc.OUTCOME_REJECTED)
             self._log_once.warning("internal", "OTLP receiver: internal error while decoding", exc_info=True)
             return _status_response(500, _RPC_INTERNAL, "internal error while decoding the request",
@@ -203,7 +202,7 @@ class OtlpHttpReceiver:
             self._metrics.spans_received.labels(self.name).inc(len(batch.spans))
             try:
                 sink.submit(batch.spans, None)
-            except Exception:  # the sink must not raise; if it does, the client should retry
+            except Exception:  # noqa: BLE001  # the sink must not raise; if it does, the client should retry
                 self._count(sc.OUTCOME_REJECTED)
                 self._log_once.warning("submit", "OTLP receiver: sink.submit failed", exc_info=True)
                 return _status_response(503, _RPC_UNAVAILABLE, "agent failed to accept spans", response_type,

@@ -28,12 +28,11 @@ from aiokafka.errors import KafkaError
 from aiokafka.helpers import create_ssl_context
 
 from .. import semconv as sc
-from ..config import AgentConfig
 from ..errors import ConfigError, DecodeError
-from ..export.metrics import AgentMetrics
 from .offsets import OffsetTracker, PartitionKey
 from .otlp import decode_traces_payload
-from .source import SpanSink
+from .settings import KafkaSourceSettings
+from .source import KafkaSourceMetrics, SpanSink
 
 log = logging.getLogger("ragmon.kafka")
 
@@ -56,7 +55,7 @@ _PROBE_TIMEOUT_S = 2.0
 _COMMIT_TIMEOUT_S = 10.0
 
 
-def kafka_client_options(config: AgentConfig) -> dict[str, Any]:
+def kafka_client_options(config: KafkaSourceSettings) -> dict[str, Any]:
     """aiokafka connection/security keyword arguments from the agent settings.
 
     Raises ``ConfigError`` for combinations that cannot work (SASL without credentials)."""
@@ -108,7 +107,7 @@ class KafkaSource:
     name = "kafka"
     port = None  # a consumer listens on no port
 
-    def __init__(self, config: AgentConfig, metrics: AgentMetrics,
+    def __init__(self, config: KafkaSourceSettings, metrics: KafkaSourceMetrics,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._config = config
         self._metrics = metrics
@@ -195,7 +194,7 @@ class KafkaSource:
                 self._on_outage(exc)
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, _BACKOFF_MAX_S)
-            except Exception as exc:  # one bad iteration never kills the source
+            except Exception as exc:  # noqa: BLE001  # one bad iteration never kills the source
                 self._log_once("loop", "kafka: unexpected error in the consumer loop (retrying): %r", exc,
                                exc_info=True)
                 await asyncio.sleep(backoff)
@@ -408,7 +407,7 @@ class KafkaSource:
             try:
                 await self._sink.flush_where(lambda tok: isinstance(tok, tuple) and tok[:2] in keys,
                                              self._config.shutdown_grace_s)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001  # revocation must go on; offsets stay uncommitted
                 self._log_once("flush", "kafka: flushing traces of revoked partitions failed: %r", exc)
         if self._consumer is not None:
             await self._commit(self._consumer, keys)

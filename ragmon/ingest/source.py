@@ -11,9 +11,57 @@ while it is True instead of buffering without bound.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..types import SpanRecord
+
+
+class Labelled(Protocol):
+    """A Prometheus metric family: ``family.labels(*values)`` gives the child to inc/set/observe."""
+
+    def labels(self, *values: str) -> Any: ...
+
+
+class Removable(Labelled, Protocol):
+    """A labelled family whose children can be dropped (a gauge per partition that was revoked)."""
+
+    def remove(self, *values: str) -> None: ...
+
+
+class Counting(Protocol):
+    """An unlabelled counter."""
+
+    def inc(self, amount: float = 1) -> None: ...
+
+
+class SourceMetrics(Protocol):
+    """The metric families every source records (ragmon.export.metrics.AgentMetrics has them).
+
+    Read-only properties, so any object whose attributes are metric families satisfies it."""
+
+    @property
+    def requests_received(self) -> Labelled: ...  # {source, outcome}
+    @property
+    def spans_received(self) -> Labelled: ...  # {source}
+    @property
+    def dropped(self) -> Labelled: ...  # {reason}
+
+
+class KafkaSourceMetrics(SourceMetrics, Protocol):
+    """What the Kafka source records on top of ``SourceMetrics``."""
+
+    @property
+    def kafka_messages(self) -> Labelled: ...
+    @property
+    def kafka_commits(self) -> Labelled: ...
+    @property
+    def kafka_lag(self) -> Removable: ...
+    @property
+    def kafka_paused(self) -> Counting: ...
+    @property
+    def kafka_rebalances(self) -> Labelled: ...
+    @property
+    def kafka_dead_letters(self) -> Labelled: ...
 
 
 class SpanSink(Protocol):

@@ -20,6 +20,7 @@ from typing import Any
 
 from opentelemetry import trace
 
+from .. import env
 from .._log import LogOnce
 from .._version import __version__
 
@@ -29,16 +30,12 @@ _log_once = LogOnce(logger)
 TRACER_NAME = "ragmon"
 
 # --- environment variables (explicit init() argument > env var > default) ----------------------
-ENV_ENABLED = "RAGMON_SDK_ENABLED"
-"""Kill switch: ``false`` turns every decorator into a plain call and ``init()`` into a no-op."""
-ENV_EXPORTER = "RAGMON_SDK_EXPORTER"
-"""``otlp`` (default), ``console``, ``none`` or ``kafka``."""
-ENV_CONTENT_RATE = "RAGMON_SDK_CONTENT_RATE"
-"""Fraction of traces (by trace id) that carry text: question, contexts, answer. Default 1.0."""
-ENV_MAX_FIELD_CHARS = "RAGMON_SDK_MAX_FIELD_CHARS"
-"""Cap on one text attribute, in characters; longer text is cut and marked. Default 16384."""
-ENV_MAX_DOCUMENTS = "RAGMON_SDK_MAX_DOCUMENTS"
-"""Most documents recorded on one retriever span. Default 128."""
+# (the names and their meaning live in ragmon/env.py)
+ENV_ENABLED = env.SDK_ENABLED
+ENV_EXPORTER = env.SDK_EXPORTER
+ENV_CONTENT_RATE = env.SDK_CONTENT_RATE
+ENV_MAX_FIELD_CHARS = env.SDK_MAX_FIELD_CHARS
+ENV_MAX_DOCUMENTS = env.SDK_MAX_DOCUMENTS
 
 DEFAULT_MAX_FIELD_CHARS = 16_384
 DEFAULT_MAX_DOCUMENTS = 128
@@ -121,13 +118,11 @@ def env_bool(name: str, default: bool) -> bool:
     raw = os.environ.get(name)
     if raw is None or not raw.strip():
         return default
-    lowered = raw.strip().lower()
-    if lowered in ("1", "true", "yes", "on"):
-        return True
-    if lowered in ("0", "false", "no", "off"):
-        return False
-    _log_once.warning(f"env:{name}", "ragmon SDK: ignoring %s=%r (expected true/false)", name, raw)
-    return default
+    try:
+        return env.parse_bool(raw)
+    except ValueError:
+        _log_once.warning(f"env:{name}", "ragmon SDK: ignoring %s=%r (expected true/false)", name, raw)
+        return default
 
 
 def settings_from_env() -> SdkSettings:

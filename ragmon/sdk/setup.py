@@ -47,6 +47,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
+from .. import env
 from .. import semconv as sc
 from .._version import __version__
 from ..errors import ConfigError
@@ -59,21 +60,12 @@ DEFAULT_EXPORTER = "otlp"
 DEFAULT_OTLP_ENDPOINT = "http://127.0.0.1:4318/v1/traces"
 EXIT_FLUSH_MILLIS = 5_000  # at interpreter exit, wait this long for pending spans (agent down: give up)
 _OTLP_ENDPOINT_ENVS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
-ENV_KAFKA_BOOTSTRAP = "RAGMON_KAFKA_BOOTSTRAP_SERVERS"
-ENV_KAFKA_TOPIC = "RAGMON_KAFKA_TOPIC"
-ENV_KAFKA_TOPICS = "RAGMON_KAFKA_TOPICS"  # the agent's list; the exporter writes to its first topic
+ENV_KAFKA_BOOTSTRAP = env.KAFKA_BOOTSTRAP_SERVERS
+ENV_KAFKA_TOPIC = env.KAFKA_TOPIC
+ENV_KAFKA_TOPICS = env.KAFKA_TOPICS  # the agent's list; the exporter writes to its first topic
 DEFAULT_KAFKA_BOOTSTRAP = "127.0.0.1:9092"
 # KafkaSpanExporter keyword <- env var (the same variables the agent's Kafka source reads)
-KAFKA_ENV_OPTIONS: Mapping[str, str] = {
-    "compression": "RAGMON_KAFKA_COMPRESSION",
-    "security_protocol": "RAGMON_KAFKA_SECURITY_PROTOCOL",
-    "sasl_mechanism": "RAGMON_KAFKA_SASL_MECHANISM",
-    "sasl_plain_username": "RAGMON_KAFKA_SASL_USERNAME",
-    "sasl_plain_password": "RAGMON_KAFKA_SASL_PASSWORD",
-    "ssl_cafile": "RAGMON_KAFKA_SSL_CAFILE",
-    "ssl_certfile": "RAGMON_KAFKA_SSL_CERTFILE",
-    "ssl_keyfile": "RAGMON_KAFKA_SSL_KEYFILE",
-}
+KAFKA_ENV_OPTIONS: Mapping[str, str] = env.KAFKA_EXPORTER_OPTIONS
 
 
 class RagmonSpanProcessor(SpanProcessor):
@@ -246,8 +238,8 @@ def kafka_exporter_options(explicit: Mapping[str, Any]) -> dict[str, Any]:
     topic = os.environ.get(ENV_KAFKA_TOPIC) or os.environ.get(ENV_KAFKA_TOPICS, "").split(",")[0].strip()
     if topic:
         options.setdefault("topic", topic)
-    for key, env in KAFKA_ENV_OPTIONS.items():
-        value = os.environ.get(env, "").strip()
+    for key, variable in KAFKA_ENV_OPTIONS.items():
+        value = os.environ.get(variable, "").strip()
         if value:
             options.setdefault(key, value.upper() if key == "security_protocol" else value)
     return options

@@ -39,8 +39,8 @@ def test_bad_setting_fails_at_startup_naming_it():
     out = _ragmon("agent", env={"RAGMON_RECEIVER_PORT": "not-a-port"})
     assert out.returncode == 2
     assert "RAGMON_RECEIVER_PORT" in out.stderr and "not-a-port" in out.stderr
-    out = _ragmon("agent", "--sample-rate", "2")
-    assert out.returncode == 2 and "--sample-rate" in out.stderr
+    out = _ragmon("agent", "--sample-rate", "2")  # the older flag spelling: the error names the current one
+    assert out.returncode == 2 and "--sampler-rate / RAGMON_SAMPLER_RATE" in out.stderr
 
 
 def test_sigterm_stops_gracefully_with_exit_zero():
@@ -83,7 +83,7 @@ async def test_agent_process_scores_with_the_llm_judge_given_on_the_command_line
     rport, mport = _free_port(), _free_port()
     async with FakeOpenAI() as server:
         env = {**os.environ, "RAGMON_JUDGE_API_KEY": "sk-cli-test"}
-        proc = subprocess.Popen(
+        proc = subprocess.Popen(  # noqa: ASYNC220  # starts the agent and returns; the fake LLM serves on this loop
             [sys.executable, "-m", "ragmon", "agent", "--receiver-port", str(rport), "--metrics-port", str(mport),
              "--judge", "llm", "--judge-base-url", server.base_url, "--judge-model", "cli-model"],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,

@@ -64,3 +64,32 @@ def test_every_setting_has_a_ragmon_env_var_and_help():
     for s in AGENT_SETTINGS:
         assert s.env.startswith("RAGMON_") and s.env.upper() == s.env
         assert s.help
+
+
+def test_flags_are_spelled_like_their_environment_variables_and_old_flags_still_work():
+    import argparse
+
+    from ragmon.cli import add_agent_arguments, config_from_args
+    from ragmon.config import AGENT_SETTINGS
+
+    for setting in AGENT_SETTINGS:
+        assert setting.env == "RAGMON_" + setting.flag.removeprefix("--").replace("-", "_").upper()
+    parser = argparse.ArgumentParser()
+    add_agent_arguments(parser)
+    new = config_from_args(parser.parse_args(["--sampler-rate", "0.25", "--agent-source", "kafka"]))
+    old = config_from_args(parser.parse_args(["--sample-rate", "0.25", "--source", "kafka"]))
+    assert new.sample_rate == old.sample_rate == 0.25
+    assert new.source == old.source == "kafka"
+
+
+def test_one_boolean_parser_for_agent_and_sdk(monkeypatch):
+    from ragmon import env
+    from ragmon.config import parse_bool
+    from ragmon.sdk import _runtime
+
+    assert parse_bool is env.parse_bool
+    for text, expected in (("Yes", True), (" off ", False), ("1", True)):
+        monkeypatch.setenv(env.SDK_ENABLED, text)
+        assert _runtime.env_bool(env.SDK_ENABLED, not expected) is expected
+    monkeypatch.setenv(env.SDK_ENABLED, "maybe")
+    assert _runtime.env_bool(env.SDK_ENABLED, True) is True  # the SDK logs and keeps its default

@@ -143,7 +143,7 @@ def test_bad_usage_exits_2(tmp_path: Path, args: list[str], capsys: pytest.Captu
 def test_unknown_and_missing_response_ids_are_reported_and_the_rest_evaluated(tmp_path: Path) -> None:
     responses = _responses(tmp_path, "r", set())
     lines = responses.read_text().splitlines()
-    lines = lines[:-1] + ['{"id": "nope", "retrieved_ids": ["a"], "contexts": ["a"], "answer": "a"}', "{broken"]
+    lines = [*lines[:-1], '{"id": "nope", "retrieved_ids": ["a"], "contexts": ["a"], "answer": "a"}', "{broken"]
     responses.write_text("\n".join(lines) + "\n")
     code, report = _eval(tmp_path, responses)
     assert code == EXIT_PASSED
@@ -178,7 +178,7 @@ def test_app_in_process_with_a_judge_and_failing_rows(tmp_path: Path) -> None:
     assert {by_id[i]["verdict"] for i in ("ok1", "ok2", "hop")} == {sc.VERDICT_RETRIEVAL}
     assert len(judge.seen) == 3
     assert_gate(report, "mrr < 0.5")
-    with pytest.raises(AssertionError, match="two_hop_recall@5 < 0.5"):
+    with pytest.raises(AssertionError, match=r"two_hop_recall@5 < 0\.5"):
         assert_gate(report, "two_hop_recall@5 < 0.5")
     with pytest.raises(AssertionError, match="recal@5"):
         assert_gate(report, "recal@5 < 0.5")  # a typo is an error, never a pass

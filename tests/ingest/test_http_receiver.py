@@ -24,6 +24,7 @@ from ragmon import semconv as sc
 from ragmon.config import load_agent_config
 from ragmon.export.metrics import AgentMetrics
 from ragmon.ingest.http_receiver import OtlpHttpReceiver
+from ragmon.ingest.settings import HttpReceiverSettings
 from ragmon.types import SpanRecord
 from tests.helpers.eventually import eventually
 from tests.ingest.otel_helpers import SpanFactory, to_otlp_json
@@ -75,7 +76,7 @@ class Running:
 async def _start(max_body: int = 1 << 20) -> Running:
     config = load_agent_config({"receiver_port": 0, "receiver_max_body_bytes": max_body}, environ={})
     metrics = AgentMetrics(CollectorRegistry())
-    receiver = OtlpHttpReceiver(config, metrics)
+    receiver = OtlpHttpReceiver(config.section(HttpReceiverSettings), metrics)
     sink = MemorySink()
     await receiver.start(sink)
     url = f"http://127.0.0.1:{receiver.port}/v1/traces"
@@ -315,7 +316,7 @@ async def test_port_in_use_is_a_clear_configuration_error(running: Running) -> N
     from ragmon.errors import ConfigError
 
     config = load_agent_config({"receiver_port": running.receiver.port}, environ={})
-    second = OtlpHttpReceiver(config, AgentMetrics(CollectorRegistry()))
+    second = OtlpHttpReceiver(config.section(HttpReceiverSettings), AgentMetrics(CollectorRegistry()))
     with pytest.raises(ConfigError) as info:
         await second.start(MemorySink())
     assert "RAGMON_RECEIVER_PORT" in str(info.value) and str(running.receiver.port) in str(info.value)

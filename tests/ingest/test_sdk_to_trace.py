@@ -17,6 +17,7 @@ from ragmon.export.metrics import AgentMetrics
 from ragmon.ingest.assembler import ClosedTrace, TraceAssembler
 from ragmon.ingest.extract import content_id
 from ragmon.ingest.http_receiver import OtlpHttpReceiver
+from ragmon.ingest.settings import HttpReceiverSettings
 from ragmon.types import SpanRecord
 
 CORPUS = {
@@ -46,7 +47,7 @@ class AssemblingSink:
 @pytest.fixture
 async def sink_and_url() -> AsyncIterator[tuple[AssemblingSink, str]]:
     config = load_agent_config({"receiver_port": 0}, environ={})
-    receiver = OtlpHttpReceiver(config, AgentMetrics(CollectorRegistry()))
+    receiver = OtlpHttpReceiver(config.section(HttpReceiverSettings), AgentMetrics(CollectorRegistry()))
     sink = AssemblingSink()
     await receiver.start(sink)
     try:

@@ -21,6 +21,7 @@ from ragmon.config import load_agent_config
 from ragmon.errors import ConfigError
 from ragmon.export.metrics import AgentMetrics
 from ragmon.ingest.kafka_source import DLQ_ERROR_HEADER, DLQ_OFFSET_HEADER, KafkaSource, kafka_client_options
+from ragmon.ingest.settings import KafkaSourceSettings
 from ragmon.sdk.kafka_exporter import KafkaSpanExporter
 
 from .conftest import Broker, CollectingSink, committed_offsets, create_topic, eventually, read_all
@@ -34,7 +35,7 @@ SPANS_PER_TRACE = 3  # rag root + retrieve + generate
 def source_config(bootstrap: str, topic: str, group: str, **kw: Any):
     settings = {"source": "kafka", "kafka_bootstrap_servers": bootstrap, "kafka_topics": (topic,),
                 "kafka_group_id": group, "kafka_commit_interval_s": 0.2, "shutdown_grace_s": 5.0, **kw}
-    return load_agent_config(settings, environ={})
+    return load_agent_config(settings, environ={}).section(KafkaSourceSettings)
 
 
 @contextlib.asynccontextmanager
@@ -308,27 +309,31 @@ async def test_exporter_splits_a_trace_too_large_for_one_message(kafka: Broker, 
     assert len({r.partition for r in mine}) == 1
 
 
+def _kafka_section(settings: dict[str, Any], environ: dict[str, str]) -> KafkaSourceSettings:
+    return load_agent_config(settings, environ=environ).section(KafkaSourceSettings)
+
+
 def test_security_settings_map_to_aiokafka_options(tmp_path) -> None:
     base = {"kafka_bootstrap_servers": "127.0.0.1:9093"}
-    plain = kafka_client_options(load_agent_config(base, environ={}))
+    plain = kafka_client_options(_kafka_section(base, environ={}))
     assert plain == {"bootstrap_servers": "127.0.0.1:9093", "security_protocol": "PLAINTEXT"}
-    sasl = kafka_client_options(load_agent_config(
+    sasl = kafka_client_options(_kafka_section(
         {**base, "kafka_security_protocol": "sasl_plaintext", "kafka_sasl_mechanism": "SCRAM-SHA-512",
          "kafka_sasl_username": "agent", "kafka_sasl_password": "s3cret"}, environ={}))
     assert sasl["security_protocol"] == "SASL_PLAINTEXT"
     assert sasl["sasl_mechanism"] == "SCRAM-SHA-512"
     assert (sasl["sasl_plain_username"], sasl["sasl_plain_password"]) == ("agent", "s3cret")
     with pytest.raises(ConfigError, match="RAGMON_KAFKA_SASL_MECHANISM"):
-        kafka_client_options(load_agent_config({**base, "kafka_security_protocol": "SASL_SSL"}, environ={}))
+        kafka_client_options(_kafka_section({**base, "kafka_security_protocol": "SASL_SSL"}, environ={}))
     with pytest.raises(ConfigError, match="username and password"):
-        kafka_client_options(load_agent_config(
+        kafka_client_options(_kafka_section(
             {**base, "kafka_security_protocol": "SASL_PLAINTEXT", "kafka_sasl_mechanism": "PLAIN"}, environ={}))
     with pytest.raises(ConfigError, match="TLS"):
-        kafka_client_options(load_agent_config(
+        kafka_client_options(_kafka_section(
             {**base, "kafka_security_protocol": "SSL", "kafka_ssl_cafile": str(tmp_path / "missing.pem")},
             environ={}))
     with pytest.raises(ConfigError, match="SSL or SASL_SSL"):
-        kafka_client_options(load_agent_config({**base, "kafka_ssl_cafile": "/etc/ssl/ca.pem"}, environ={}))
+        kafka_client_options(_kafka_section({**base, "kafka_ssl_cafile": "/etc/ssl/ca.pem"}, environ={}))
 
 
 async def _send_secured(bootstrap: str, topic: str, **exporter_kw: Any) -> list[str]:

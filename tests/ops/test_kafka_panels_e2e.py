@@ -41,7 +41,7 @@ def broker(tmp_path: Path):  # type: ignore[no-untyped-def]
     broker = KafkaBroker(tmp_path / "kafka", num_partitions=2)
     try:
         broker.start(timeout_s=120)
-    except Exception as exc:  # no java / no jars: the kafka harness says how to get them
+    except Exception as exc:  # noqa: BLE001  # no java / no jars: the kafka harness says how to get them
         broker.stop()
         pytest.skip(f"cannot start a Kafka broker ({exc}); see scripts/kafka_broker.py")
     try:

@@ -1,0 +1,57 @@
+"""Every ``RAGMON_*`` environment variable the SDK reads, and the one boolean parser.
+
+Explicit argument > environment variable > default, everywhere. The agent's variables are one
+per setting of its table (``ragmon.config.AGENT_SETTINGS``: name, env var and flag generated
+together, so they cannot drift); the SDK's, which run inside the user's process and must not
+import the agent's configuration, are named here. Standard ``OTEL_*`` variables are left to the
+OpenTelemetry SDK. This module imports only the standard library.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+PREFIX: Final = "RAGMON_"
+
+# --- SDK (ragmon.init) ----------------------------------------------------------------------
+SDK_ENABLED: Final = "RAGMON_SDK_ENABLED"
+"""Kill switch: ``false`` turns every decorator into a plain call and ``init()`` into a no-op."""
+SDK_EXPORTER: Final = "RAGMON_SDK_EXPORTER"
+"""``otlp`` (default), ``console``, ``none`` or ``kafka``."""
+SDK_CONTENT_RATE: Final = "RAGMON_SDK_CONTENT_RATE"
+"""Fraction of traces (by trace id) that carry text: question, contexts, answer. Default 1.0."""
+SDK_MAX_FIELD_CHARS: Final = "RAGMON_SDK_MAX_FIELD_CHARS"
+"""Cap on one text attribute, in characters; longer text is cut and marked. Default 16384."""
+SDK_MAX_DOCUMENTS: Final = "RAGMON_SDK_MAX_DOCUMENTS"
+"""Most documents recorded on one retriever span. Default 128."""
+
+# --- the SDK's Kafka exporter: the same variables the agent's Kafka source reads ----------------
+KAFKA_BOOTSTRAP_SERVERS: Final = "RAGMON_KAFKA_BOOTSTRAP_SERVERS"
+KAFKA_TOPIC: Final = "RAGMON_KAFKA_TOPIC"
+"""The exporter's topic; else the first of ``RAGMON_KAFKA_TOPICS`` (the agent's list)."""
+KAFKA_TOPICS: Final = "RAGMON_KAFKA_TOPICS"
+# KafkaSpanExporter keyword <- env var
+KAFKA_EXPORTER_OPTIONS: Final[Mapping[str, str]] = {
+    "compression": "RAGMON_KAFKA_COMPRESSION",
+    "security_protocol": "RAGMON_KAFKA_SECURITY_PROTOCOL",
+    "sasl_mechanism": "RAGMON_KAFKA_SASL_MECHANISM",
+    "sasl_plain_username": "RAGMON_KAFKA_SASL_USERNAME",
+    "sasl_plain_password": "RAGMON_KAFKA_SASL_PASSWORD",
+    "ssl_cafile": "RAGMON_KAFKA_SSL_CAFILE",
+    "ssl_certfile": "RAGMON_KAFKA_SSL_CERTFILE",
+    "ssl_keyfile": "RAGMON_KAFKA_SSL_KEYFILE",
+}
+
+_TRUE: Final = frozenset({"1", "true", "yes", "on"})
+_FALSE: Final = frozenset({"0", "false", "no", "off"})
+
+
+def parse_bool(text: str) -> bool:
+    """``1/true/yes/on`` or ``0/false/no/off`` (any case, surrounding blanks ignored); ValueError otherwise."""
+    lowered = text.strip().lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise ValueError(f"expected true/false, got {text!r}")
