@@ -13,10 +13,10 @@ from tests.helpers.traffic import CONTEXTS, OtlpTraffic, Request, healthy
 
 
 def _identity(s, service="test-svc"):
-    received = s.value("ragmon_traces_received_total", service=service)
-    scored = s.value("ragmon_traces_scored_total", service=service)
-    skipped = s.value("ragmon_traces_skipped_total", service=service)
-    failed = s.value("ragmon_traces_failed_total", service=service)
+    received = s.value(f"{sc.M_TRACES_RECEIVED}_total", service=service)
+    scored = s.value(f"{sc.M_TRACES_SCORED}_total", service=service)
+    skipped = s.value(f"{sc.M_TRACES_SKIPPED}_total", service=service)
+    failed = s.value(f"{sc.M_TRACES_FAILED}_total", service=service)
     return received, scored, skipped, failed
 
 
@@ -40,18 +40,18 @@ async def test_every_trace_is_accounted_scored_skipped_or_failed(endpoint_of):
     received, scored, skipped, failed = _identity(s)
     assert received == 9
     assert scored == 5
-    assert s.value("ragmon_traces_skipped_total", reason=sc.SKIP_BUDGET) == 1
-    assert s.value("ragmon_traces_skipped_total", reason=sc.SKIP_NO_CONTENT) == 1
-    assert s.value("ragmon_traces_skipped_total", reason=sc.SKIP_NO_ANSWER) == 1
-    assert s.value("ragmon_traces_failed_total", reason=sc.FAIL_INVALID_REPLY, judge="scripted") == 1
+    assert s.value(f"{sc.M_TRACES_SKIPPED}_total", reason=sc.SKIP_BUDGET) == 1
+    assert s.value(f"{sc.M_TRACES_SKIPPED}_total", reason=sc.SKIP_NO_CONTENT) == 1
+    assert s.value(f"{sc.M_TRACES_SKIPPED}_total", reason=sc.SKIP_NO_ANSWER) == 1
+    assert s.value(f"{sc.M_TRACES_FAILED}_total", reason=sc.FAIL_INVALID_REPLY, judge="scripted") == 1
     assert received == scored + skipped + failed
     # latency is measured on all traffic, including unjudged traces
-    assert s.value("ragmon_retrieval_latency_seconds_count", pipeline="support") == 9
-    assert s.value("ragmon_pipeline_latency_seconds_count", pipeline="support") == 9
-    assert s.value("ragmon_retrieval_latency_p95_seconds", pipeline="support") > 0
-    assert s.value("ragmon_score_ratio_count", metric=sc.METRIC_FAITHFULNESS) == 5
-    assert s.value("ragmon_score_ratio_sum", metric=sc.METRIC_CONTEXT_PRECISION) == 5 * 0.7
-    assert s.value("ragmon_diagnosis_total", verdict=sc.VERDICT_OK) == 5
+    assert s.value(f"{sc.M_RETRIEVAL_LATENCY}_count", pipeline="support") == 9
+    assert s.value(f"{sc.M_PIPELINE_LATENCY}_count", pipeline="support") == 9
+    assert s.value(sc.M_RETRIEVAL_LATENCY_P95, pipeline="support") > 0
+    assert s.value(f"{sc.M_SCORE}_count", metric=sc.METRIC_FAITHFULNESS) == 5
+    assert s.value(f"{sc.M_SCORE}_sum", metric=sc.METRIC_CONTEXT_PRECISION) == 5 * 0.7
+    assert s.value(f"{sc.M_DIAGNOSIS}_total", verdict=sc.VERDICT_OK) == 5
 
 
 async def test_sampling_rate_zero_still_measures_latency(endpoint_of):
@@ -62,11 +62,11 @@ async def test_sampling_rate_zero_still_measures_latency(endpoint_of):
         assert await agent.wait_idle(20)
         s = await asyncio.to_thread(scrape, agent.metrics_port)
         traffic.close()
-    assert s.value("ragmon_traces_skipped_total", reason=sc.SKIP_NOT_SAMPLED) == 4
+    assert s.value(f"{sc.M_TRACES_SKIPPED}_total", reason=sc.SKIP_NOT_SAMPLED) == 4
     # an error trace is judged regardless of the rate
-    assert s.value("ragmon_traces_sampled_total", reason=sc.SAMPLED_PRIORITY_ERROR) == 1
+    assert s.value(f"{sc.M_TRACES_SAMPLED}_total", reason=sc.SAMPLED_PRIORITY_ERROR) == 1
     assert len(judge.seen) == 1
-    assert s.value("ragmon_retrieval_latency_seconds_count") == 5
+    assert s.value(f"{sc.M_RETRIEVAL_LATENCY}_count") == 5
 
 
 async def test_trace_without_root_closes_on_timeout(endpoint_of):
@@ -76,9 +76,9 @@ async def test_trace_without_root_closes_on_timeout(endpoint_of):
         assert await agent.wait_idle(10)
         s = await asyncio.to_thread(scrape, agent.metrics_port)
         traffic.close()
-    assert s.value("ragmon_traces_incomplete_total") == 1
-    assert s.value("ragmon_traces_received_total") == 1
-    assert s.value("ragmon_retrieval_latency_seconds_count") == 1
+    assert s.value(f"{sc.M_TRACES_INCOMPLETE}_total") == 1
+    assert s.value(f"{sc.M_TRACES_RECEIVED}_total") == 1
+    assert s.value(f"{sc.M_RETRIEVAL_LATENCY}_count") == 1
 
 
 async def test_open_trace_limit_evicts_oldest_and_counts(endpoint_of):
@@ -89,12 +89,12 @@ async def test_open_trace_limit_evicts_oldest_and_counts(endpoint_of):
         await asyncio.sleep(0.5)
         s = await asyncio.to_thread(scrape, agent.metrics_port)
         traffic.close()
-        assert s.value("ragmon_dropped_total", reason=sc.DROP_OPEN_TRACES_FULL) == 30
-        assert s.value("ragmon_open_traces") <= 50
-        assert s.value("ragmon_traces_received_total") == 30
+        assert s.value(f"{sc.M_DROPPED}_total", reason=sc.DROP_OPEN_TRACES_FULL) == 30
+        assert s.value(sc.M_OPEN_TRACES) <= 50
+        assert s.value(f"{sc.M_TRACES_RECEIVED}_total") == 30
     # stop() closes the remaining 50; nothing is lost
     final = agent.metrics.registry.get_sample_value
-    assert final("ragmon_traces_received_total", {"service": "test-svc", "pipeline": "support"}) == 80
+    assert final(f"{sc.M_TRACES_RECEIVED}_total", {"service": "test-svc", "pipeline": "support"}) == 80
 
 
 async def test_exemplars_worst_health_and_readiness(endpoint_of):
@@ -131,6 +131,6 @@ async def test_garbage_bodies_are_rejected_and_agent_keeps_serving(endpoint_of):
         traffic.close()
     assert bad.status_code == 400
     assert wrong.status_code == 415
-    assert s.value("ragmon_dropped_total", reason=sc.DROP_MALFORMED_BODY) >= 1
-    assert s.value("ragmon_dropped_total", reason=sc.DROP_UNSUPPORTED_MEDIA) >= 1
-    assert s.value("ragmon_traces_scored_total") == 1
+    assert s.value(f"{sc.M_DROPPED}_total", reason=sc.DROP_MALFORMED_BODY) >= 1
+    assert s.value(f"{sc.M_DROPPED}_total", reason=sc.DROP_UNSUPPORTED_MEDIA) >= 1
+    assert s.value(f"{sc.M_TRACES_SCORED}_total") == 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 
+from ragmon import semconv as sc
 from ragmon.agent import Agent
 from ragmon.config import load_agent_config
 from ragmon.types import SpanRecord
@@ -76,8 +77,8 @@ async def test_delivery_released_only_after_all_its_traces_are_accounted():
         assert len(judge.seen) == seen_before
         get = agent.metrics.registry.get_sample_value
         # recognised either by the assembler's memory of closed traces or the agent's dedup
-        late = get("ragmon_dropped_total", {"reason": "late_span"}) or 0
-        dup = get("ragmon_traces_duplicate_total", {"service": "svc", "pipeline": "p"}) or 0
+        late = get(f"{sc.M_DROPPED}_total", {"reason": "late_span"}) or 0
+        dup = get(f"{sc.M_DEDUP_HITS}_total", {"service": "svc", "pipeline": "p"}) or 0
         assert late + dup >= 1
         assert "F" in source.released
     finally:
@@ -95,12 +96,12 @@ async def test_backpressure_reports_full_backlog():
         get = agent.metrics.registry.get_sample_value
         # two traces in flight (one being judged for 1 s, one queued) fill the backlog of 2
         assert await eventually(agent.backpressure, timeout_s=10, what="a full judge backlog") is True
-        assert get("ragmon_traces_skipped_total", {"service": "svc", "pipeline": "p", "reason": "backlog_full"}) == 2
+        assert get(f"{sc.M_TRACES_SKIPPED}_total", {"service": "svc", "pipeline": "p", "reason": "backlog_full"}) == 2
     finally:
         await agent.stop()
     # stop() finished or accounted everything
-    received = get("ragmon_traces_received_total", {"service": "svc", "pipeline": "p"})
-    scored = get("ragmon_traces_scored_total", {"service": "svc", "pipeline": "p", "judge": "scripted"}) or 0
-    skipped = sum(get("ragmon_traces_skipped_total", {"service": "svc", "pipeline": "p", "reason": r}) or 0
+    received = get(f"{sc.M_TRACES_RECEIVED}_total", {"service": "svc", "pipeline": "p"})
+    scored = get(f"{sc.M_TRACES_SCORED}_total", {"service": "svc", "pipeline": "p", "judge": "scripted"}) or 0
+    skipped = sum(get(f"{sc.M_TRACES_SKIPPED}_total", {"service": "svc", "pipeline": "p", "reason": r}) or 0
                   for r in ("backlog_full", "shutdown"))
     assert received == 4 and scored + skipped == 4

@@ -11,6 +11,7 @@ import time
 
 import httpx
 
+from ragmon import semconv as sc
 from ragmon.config import AGENT_SETTINGS
 from tests.helpers.traffic import OtlpTraffic, healthy
 
@@ -106,7 +107,7 @@ async def test_agent_process_scores_with_the_llm_judge_given_on_the_command_line
             traffic = OtlpTraffic(f"http://127.0.0.1:{rport}/v1/traces")
             await asyncio.to_thread(traffic.send, healthy())
             await asyncio.to_thread(traffic.close)
-            await wait_for(lambda: scrape(mport).value("ragmon_traces_scored_total", judge="llm") == 1,
+            await wait_for(lambda: scrape(mport).value(f"{sc.M_TRACES_SCORED}_total", judge="llm") == 1,
                            "the trace to be scored by the llm judge")
             metrics = scrape(mport)
             chats = server.chat_requests
@@ -117,6 +118,6 @@ async def test_agent_process_scores_with_the_llm_judge_given_on_the_command_line
     assert len(chats) == 1 and chats[0].body["model"] == "cli-model"
     assert chats[0].headers["Authorization"] == "Bearer sk-cli-test"
     assert "sk-cli-test" not in output  # the key is never logged
-    assert metrics.value("ragmon_judge_requests_total", judge="llm", outcome="ok") >= 1
-    assert metrics.value("ragmon_judge_tokens_total", judge="llm", kind="prompt") > 0
-    assert metrics.value("ragmon_score_ratio_count", judge="llm", metric="faithfulness") == 1
+    assert metrics.value(f"{sc.M_JUDGE_REQUESTS}_total", judge="llm", outcome="ok") >= 1
+    assert metrics.value(f"{sc.M_JUDGE_TOKENS}_total", judge="llm", kind="prompt") > 0
+    assert metrics.value(f"{sc.M_SCORE}_count", judge="llm", metric="faithfulness") == 1

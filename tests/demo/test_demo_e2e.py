@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from ragmon import semconv as sc
 from tests.helpers.scrape import Scrape
 
 SERVICE = {"service": "ragmon-demo"}
@@ -76,13 +77,13 @@ def test_demo_runs_scores_and_separates_injected_failures(tmp_path: Path) -> Non
         "--slow-retrieval-share", "0.1",
     )
     try:
-        live = _scrape_until(proc, port, lambda s: s.value("ragmon_score_ratio_count", **SERVICE) > 0)
+        live = _scrape_until(proc, port, lambda s: s.value(f"{sc.M_SCORE}_count", **SERVICE) > 0)
         # While it runs: traces arrive over OTLP, are scored, and are labelled with the demo's service.
-        assert live.value("ragmon_traces_received_total", **SERVICE) > 0
-        assert live.value("ragmon_traces_scored_total", **SERVICE, judge="local") > 0
-        metrics = {lab["metric"] for lab in live.labelsets("ragmon_score_ratio_count")}
+        assert live.value(f"{sc.M_TRACES_RECEIVED}_total", **SERVICE) > 0
+        assert live.value(f"{sc.M_TRACES_SCORED}_total", **SERVICE, judge="local") > 0
+        metrics = {lab["metric"] for lab in live.labelsets(f"{sc.M_SCORE}_count")}
         assert metrics == {"faithfulness", "answer_relevancy", "context_precision"}
-        assert {lab["pipeline"] for lab in live.labelsets("ragmon_traces_received_total")} == {"support_bot"}
+        assert {lab["pipeline"] for lab in live.labelsets(f"{sc.M_TRACES_RECEIVED}_total")} == {"support_bot"}
         out = _finish(proc)
     finally:
         if proc.poll() is None:
@@ -128,7 +129,7 @@ def test_ctrl_c_stops_early_and_still_prints_the_final_summary(tmp_path: Path) -
     # --live forces the redrawn screen although stdout is a pipe here.
     proc, port, summary_path = _start_demo(tmp_path, "--duration", "300", "--rate", "4", "--live")
     try:
-        _scrape_until(proc, port, lambda s: s.value("ragmon_traces_received_total", **SERVICE) >= 8)
+        _scrape_until(proc, port, lambda s: s.value(f"{sc.M_TRACES_RECEIVED}_total", **SERVICE) >= 8)
         proc.send_signal(signal.SIGINT)
         out = _finish(proc)
     finally:
@@ -199,7 +200,7 @@ async def test_external_agent_mode_sends_to_a_running_agent(tmp_path: Path) -> N
         assert proc.returncode == 0, out[-3000:]
         assert await agent.wait_idle(30)
         received = agent.metrics.registry.get_sample_value(
-            "ragmon_traces_received_total", {"service": "ragmon-demo", "pipeline": "support_bot"})
+            f"{sc.M_TRACES_RECEIVED}_total", {"service": "ragmon-demo", "pipeline": "support_bot"})
         summary = json.loads((tmp_path / "summary.json").read_text())
     sent = sum(k["sent"] for k in summary["kinds"].values())
     assert sent >= 10

@@ -23,6 +23,7 @@ from markdown_it.token import Token
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import generate_latest
 
+from ragmon import semconv as sc
 from ragmon.evaluation import history, pushgateway
 from ragmon.evaluation.junit import render_junit
 from ragmon.evaluation.markdown import DEFAULT_MAX_CHARS, GITHUB_COMMENT_LIMIT, escape_cell, render_markdown
@@ -227,27 +228,27 @@ def value(registry: CollectorRegistry, name: str, **labels: str) -> float | None
 def test_registry_holds_the_report_aggregates() -> None:
     report = sample()
     reg = pushgateway.build_registry(report)
-    assert value(reg, "ragmon_eval_score_ratio", metric="recall@5", question_type="all") == 0.8
-    assert value(reg, "ragmon_eval_score_ratio", metric="mrr", question_type="factoid") == 0.6667
-    assert value(reg, "ragmon_eval_score_ci95_lower_ratio", metric="faithfulness", question_type="all") == 0.65
-    assert value(reg, "ragmon_eval_score_ci95_upper_ratio", metric="faithfulness", question_type="all") == 0.97
+    assert value(reg, sc.M_EVAL_SCORE, metric="recall@5", question_type="all") == 0.8
+    assert value(reg, sc.M_EVAL_SCORE, metric="mrr", question_type="factoid") == 0.6667
+    assert value(reg, sc.M_EVAL_SCORE_CI_LOWER, metric="faithfulness", question_type="all") == 0.65
+    assert value(reg, sc.M_EVAL_SCORE_CI_UPPER, metric="faithfulness", question_type="all") == 0.97
     # no mean -> no series (not NaN); no interval -> no bounds
-    assert value(reg, "ragmon_eval_score_ratio", metric="citation_correctness", question_type="all") is None
-    assert value(reg, "ragmon_eval_score_ratio", metric="recall@5", question_type="summary") == 1.0
-    assert value(reg, "ragmon_eval_score_ci95_upper_ratio", metric="recall@5", question_type="summary") is None
-    assert value(reg, "ragmon_eval_questions") == 6
-    assert value(reg, "ragmon_eval_problems", reason="app_timeout") == 1
-    assert value(reg, "ragmon_eval_problems", reason="app_error") == 0  # every known reason, 0 included
-    assert value(reg, "ragmon_eval_verdicts", verdict="retrieval_failure") == 1
-    assert value(reg, "ragmon_eval_gate_passed") == 1
-    assert value(reg, "ragmon_eval_gate_rules", status="warned") == 1
-    assert value(reg, "ragmon_eval_gate_rules", status="failed") == 0
-    assert value(reg, "ragmon_eval_retrieval_latency_p95_seconds") == 0.0203
-    assert value(reg, "ragmon_eval_pipeline_latency_p95_seconds") == 0.695
-    assert value(reg, "ragmon_eval_last_run_timestamp_seconds") == 1748743205.0  # 2025-06-01T02:00:05Z
+    assert value(reg, sc.M_EVAL_SCORE, metric="citation_correctness", question_type="all") is None
+    assert value(reg, sc.M_EVAL_SCORE, metric="recall@5", question_type="summary") == 1.0
+    assert value(reg, sc.M_EVAL_SCORE_CI_UPPER, metric="recall@5", question_type="summary") is None
+    assert value(reg, sc.M_EVAL_QUESTIONS) == 6
+    assert value(reg, sc.M_EVAL_PROBLEMS, reason="app_timeout") == 1
+    assert value(reg, sc.M_EVAL_PROBLEMS, reason="app_error") == 0  # every known reason, 0 included
+    assert value(reg, sc.M_EVAL_VERDICTS, verdict="retrieval_failure") == 1
+    assert value(reg, sc.M_EVAL_GATE_PASSED) == 1
+    assert value(reg, sc.M_EVAL_GATE_RULES, status="warned") == 1
+    assert value(reg, sc.M_EVAL_GATE_RULES, status="failed") == 0
+    assert value(reg, sc.M_EVAL_RETRIEVAL_P95) == 0.0203
+    assert value(reg, sc.M_EVAL_PIPELINE_P95) == 0.695
+    assert value(reg, sc.M_EVAL_LAST_RUN) == 1748743205.0  # 2025-06-01T02:00:05Z
     failed = pushgateway.build_registry(failed_report())
-    assert value(failed, "ragmon_eval_gate_passed") == 0
-    assert value(failed, "ragmon_eval_gate_rules", status="failed") == 1
+    assert value(failed, sc.M_EVAL_GATE_PASSED) == 0
+    assert value(failed, sc.M_EVAL_GATE_RULES, status="failed") == 1
 
 
 def test_registry_families_are_exactly_the_documented_names() -> None:
@@ -259,9 +260,9 @@ def test_registry_families_are_exactly_the_documented_names() -> None:
 
 def test_registry_tolerates_a_sparse_report() -> None:
     reg = pushgateway.build_registry({"evalset_name": "x", "created_at": "not a time", "latency": {}})
-    assert value(reg, "ragmon_eval_gate_passed") == 0
-    assert value(reg, "ragmon_eval_retrieval_latency_p95_seconds") is None
-    assert (value(reg, "ragmon_eval_last_run_timestamp_seconds") or 0) > 1.7e9  # now
+    assert value(reg, sc.M_EVAL_GATE_PASSED) == 0
+    assert value(reg, sc.M_EVAL_RETRIEVAL_P95) is None
+    assert (value(reg, sc.M_EVAL_LAST_RUN) or 0) > 1.7e9  # now
 
 
 def test_promtool_lints_the_pushed_exposition() -> None:

@@ -21,6 +21,7 @@ import httpx
 import pytest
 import yaml
 
+from ragmon import semconv as sc
 from ragmon.evaluation.pushgateway import PushgatewayError, push_report
 from tests.ops.conftest import REPO, RULES, require_binary
 from tests.ops.stack import Prometheus, Pushgateway, wait_for
@@ -137,7 +138,7 @@ def check_pushes(prom: Prometheus, gateway: Pushgateway, queries: list[tuple[str
     push_report(good, gateway.url)
     push_report(stale_report(good), gateway.url)
     wait_for(prom.targets_up, 30, "the first scrape of the Pushgateway")
-    questions = wait_for(lambda: prom.query("ragmon_eval_questions"), 30, "the pushed run in Prometheus")
+    questions = wait_for(lambda: prom.query(sc.M_EVAL_QUESTIONS), 30, "the pushed run in Prometheus")
     # honor_labels: the pushed job and grouping key survive the scrape
     assert labels_of(questions, "job") == {"ragmon_eval"}
     assert labels_of(questions, "evalset") == {"shop-golden", "old-golden"}

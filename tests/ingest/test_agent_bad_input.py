@@ -72,12 +72,12 @@ async def test_truncated_protobuf_zip_bomb_and_malformed_spans() -> None:
     assert bomb.status_code == 413
     assert partial.status_code == 200
     assert ExportTraceServiceResponse.FromString(partial.content).partial_success.rejected_spans == 1
-    assert s.value("ragmon_dropped_total", reason=sc.DROP_MALFORMED_BODY) == 1
-    assert s.value("ragmon_dropped_total", reason=sc.DROP_BODY_TOO_LARGE) == 1
-    assert s.value("ragmon_dropped_total", reason=sc.DROP_MALFORMED_SPAN) == 1
-    assert s.value("ragmon_receiver_requests_total", source="http", outcome=sc.OUTCOME_REJECTED) == 2
-    assert s.value("ragmon_receiver_requests_total", source="http", outcome=sc.OUTCOME_PARTIAL) == 1
-    assert s.value("ragmon_traces_scored_total", service="bad-input-svc", pipeline="faq") == 1
+    assert s.value(f"{sc.M_DROPPED}_total", reason=sc.DROP_MALFORMED_BODY) == 1
+    assert s.value(f"{sc.M_DROPPED}_total", reason=sc.DROP_BODY_TOO_LARGE) == 1
+    assert s.value(f"{sc.M_DROPPED}_total", reason=sc.DROP_MALFORMED_SPAN) == 1
+    assert s.value(f"{sc.M_REQUESTS_RECEIVED}_total", source="http", outcome=sc.OUTCOME_REJECTED) == 2
+    assert s.value(f"{sc.M_REQUESTS_RECEIVED}_total", source="http", outcome=sc.OUTCOME_PARTIAL) == 1
+    assert s.value(f"{sc.M_TRACES_SCORED}_total", service="bad-input-svc", pipeline="faq") == 1
 
 
 async def test_spans_without_rag_attributes_are_accounted_not_judged() -> None:
@@ -92,10 +92,10 @@ async def test_spans_without_rag_attributes_are_accounted_not_judged() -> None:
         assert await agent.wait_idle(20)
         s = await asyncio.to_thread(scrape, agent.metrics_port)
     assert response.status_code == 200
-    assert s.value("ragmon_traces_received_total", service="plain-svc", pipeline="GET /health") == 1
-    assert s.value("ragmon_traces_skipped_total", service="plain-svc", reason=sc.SKIP_NO_CONTENT) == 1
-    assert s.value("ragmon_traces_scored_total", service="plain-svc") == 0
-    assert s.value("ragmon_retrieval_latency_seconds_count", service="plain-svc") == 0
+    assert s.value(f"{sc.M_TRACES_RECEIVED}_total", service="plain-svc", pipeline="GET /health") == 1
+    assert s.value(f"{sc.M_TRACES_SKIPPED}_total", service="plain-svc", reason=sc.SKIP_NO_CONTENT) == 1
+    assert s.value(f"{sc.M_TRACES_SCORED}_total", service="plain-svc") == 0
+    assert s.value(f"{sc.M_RETRIEVAL_LATENCY}_count", service="plain-svc") == 0
 
 
 async def test_ten_thousand_open_traces_and_the_agent_keeps_serving() -> None:
@@ -123,17 +123,17 @@ async def test_ten_thousand_open_traces_and_the_agent_keeps_serving() -> None:
         async with httpx.AsyncClient(timeout=30) as client:
             flooded = await client.post(url, content=flood.SerializeToString(), headers=PROTO)
             # ragmon_open_traces is refreshed on the agent's 0.25 s expiry tick: wait for that tick
-            s1 = await _scrape_when_positive(agent, "ragmon_open_traces")
+            s1 = await _scrape_when_positive(agent, sc.M_OPEN_TRACES)
             # still serving: a complete trace goes through while 10 000 wait
             healthy = await client.post(url, content=_rag_trace_body(), headers=PROTO)
-            s2 = await _scrape_when_positive(agent, "ragmon_traces_received_total", service="bad-input-svc")
+            s2 = await _scrape_when_positive(agent, f"{sc.M_TRACES_RECEIVED}_total", service="bad-input-svc")
     assert flooded.status_code == 200 and healthy.status_code == 200
-    assert s1.value("ragmon_spans_received_total", source="http") == 10_000
-    assert s1.value("ragmon_open_traces") == 10_000
-    assert s2.value("ragmon_traces_received_total", service="bad-input-svc", pipeline="faq") == 1
+    assert s1.value(f"{sc.M_SPANS_RECEIVED}_total", source="http") == 10_000
+    assert s1.value(sc.M_OPEN_TRACES) == 10_000
+    assert s2.value(f"{sc.M_TRACES_RECEIVED}_total", service="bad-input-svc", pipeline="faq") == 1
     # the healthy trace was new while the assembler was full: the stalest flood trace made room
-    assert s2.value("ragmon_dropped_total", reason=sc.DROP_OPEN_TRACES_FULL) == 1
-    assert s2.value("ragmon_traces_incomplete_total", service="flood-svc") == 1
+    assert s2.value(f"{sc.M_DROPPED}_total", reason=sc.DROP_OPEN_TRACES_FULL) == 1
+    assert s2.value(f"{sc.M_TRACES_INCOMPLETE}_total", service="flood-svc") == 1
     # stop() closed the rest: every one of the 10 000 is accounted for
     final = agent.metrics.registry.get_sample_value
-    assert final("ragmon_traces_received_total", {"service": "flood-svc", "pipeline": "flood"}) == 10_000
+    assert final(f"{sc.M_TRACES_RECEIVED}_total", {"service": "flood-svc", "pipeline": "flood"}) == 10_000

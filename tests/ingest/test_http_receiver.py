@@ -64,13 +64,13 @@ class Running:
 
     def requests(self, outcome: str) -> float:
         return self.metrics.registry.get_sample_value(
-            "ragmon_receiver_requests_total", {"source": "http", "outcome": outcome}) or 0.0
+            f"{sc.M_REQUESTS_RECEIVED}_total", {"source": "http", "outcome": outcome}) or 0.0
 
     def dropped(self, reason: str) -> float:
-        return self.metrics.registry.get_sample_value("ragmon_dropped_total", {"reason": reason}) or 0.0
+        return self.metrics.registry.get_sample_value(f"{sc.M_DROPPED}_total", {"reason": reason}) or 0.0
 
     def spans_received(self) -> float:
-        return self.metrics.registry.get_sample_value("ragmon_spans_received_total", {"source": "http"}) or 0.0
+        return self.metrics.registry.get_sample_value(f"{sc.M_SPANS_RECEIVED}_total", {"source": "http"}) or 0.0
 
 
 async def _start(max_body: int = 1 << 20) -> Running:

@@ -80,11 +80,11 @@ class Accounting:
 
 def accounting(registry: CollectorRegistry) -> Accounting:
     return Accounting(
-        received=total(registry, "ragmon_traces_received_total"),
-        scored=total(registry, "ragmon_traces_scored_total"),
-        skipped=total(registry, "ragmon_traces_skipped_total"),
-        failed=total(registry, "ragmon_traces_failed_total"),
-        duplicate=total(registry, "ragmon_traces_duplicate_total"),
+        received=total(registry, f"{sc.M_TRACES_RECEIVED}_total"),
+        scored=total(registry, f"{sc.M_TRACES_SCORED}_total"),
+        skipped=total(registry, f"{sc.M_TRACES_SKIPPED}_total"),
+        failed=total(registry, f"{sc.M_TRACES_FAILED}_total"),
+        duplicate=total(registry, f"{sc.M_DEDUP_HITS}_total"),
     )
 
 
@@ -92,6 +92,6 @@ def accounting_from_scrape(samples: list[tuple[str, dict[str, str], float]]) -> 
     def s(name: str) -> float:
         return sum(v for n, _, v in samples if n == name)
 
-    return Accounting(s("ragmon_traces_received_total"), s("ragmon_traces_scored_total"),
-                      s("ragmon_traces_skipped_total"), s("ragmon_traces_failed_total"),
-                      s("ragmon_traces_duplicate_total"))
+    return Accounting(s(f"{sc.M_TRACES_RECEIVED}_total"), s(f"{sc.M_TRACES_SCORED}_total"),
+                      s(f"{sc.M_TRACES_SKIPPED}_total"), s(f"{sc.M_TRACES_FAILED}_total"),
+                      s(f"{sc.M_DEDUP_HITS}_total"))

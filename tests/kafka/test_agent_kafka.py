@@ -60,7 +60,7 @@ async def test_round_trip_sdk_exporter_broker_agent_metrics(kafka: Broker, topic
             await eventually(lambda: accounting(agent.metrics.registry).scored >= 6, timeout_s=120,
                              what="six scored traces")
             assert await agent.wait_idle(30)
-            await eventually(lambda: total(agent.metrics.registry, "ragmon_kafka_commits_total", outcome="ok") >= 1,
+            await eventually(lambda: total(agent.metrics.registry, f"{sc.M_KAFKA_COMMITS}_total", outcome="ok") >= 1,
                              what="a commit")
             metrics = await asyncio.to_thread(scrape, agent.metrics_port)
             ready = await asyncio.to_thread(httpx.get, f"http://127.0.0.1:{agent.metrics_port}/readyz", timeout=10)
@@ -68,15 +68,15 @@ async def test_round_trip_sdk_exporter_broker_agent_metrics(kafka: Broker, topic
         traffic.close()
     assert ready.status_code == 200
     judge = "local"
-    assert metrics.value("ragmon_spans_received_total", source="kafka") == 6 * 3
-    assert metrics.value("ragmon_traces_received_total", service="kafka-svc", pipeline="support") == 6
-    assert metrics.value("ragmon_traces_scored_total", judge=judge) == 6
+    assert metrics.value(f"{sc.M_SPANS_RECEIVED}_total", source="kafka") == 6 * 3
+    assert metrics.value(f"{sc.M_TRACES_RECEIVED}_total", service="kafka-svc", pipeline="support") == 6
+    assert metrics.value(f"{sc.M_TRACES_SCORED}_total", judge=judge) == 6
     for metric in ONLINE_NAMES:
-        assert metrics.value("ragmon_score_ratio_count", judge=judge, metric=metric) == 6
-    assert metrics.value("ragmon_retrieval_latency_seconds_count", pipeline="support") == 6
-    assert metrics.value("ragmon_kafka_messages_consumed_total", topic=topic) == traffic.exporter.sent_messages
-    assert {lab["partition"] for lab in metrics.labelsets("ragmon_kafka_consumer_lag_messages")} == {"0", "1", "2", "3"}
-    assert metrics.value("ragmon_kafka_consumer_lag_messages") == 0
+        assert metrics.value(f"{sc.M_SCORE}_count", judge=judge, metric=metric) == 6
+    assert metrics.value(f"{sc.M_RETRIEVAL_LATENCY}_count", pipeline="support") == 6
+    assert metrics.value(f"{sc.M_KAFKA_MESSAGES}_total", topic=topic) == traffic.exporter.sent_messages
+    assert {lab["partition"] for lab in metrics.labelsets(sc.M_KAFKA_LAG)} == {"0", "1", "2", "3"}
+    assert metrics.value(sc.M_KAFKA_LAG) == 0
     assert len(sent) == 6
 
 
@@ -132,8 +132,8 @@ async def test_collector_interop_rotel_to_agent(kafka: Broker, topic: str, group
                 await eventually(lambda: set(sent) <= set(judge.scored), timeout_s=60, what="traces via rotel")
                 assert await agent.wait_idle(30)
                 acc = accounting(agent.metrics.registry)
-                dead = total(agent.metrics.registry, "ragmon_kafka_dead_letters_total")
-                via = total(agent.metrics.registry, "ragmon_traces_scored_total", service="via-rotel")
+                dead = total(agent.metrics.registry, f"{sc.M_KAFKA_DEAD_LETTERS}_total")
+                via = total(agent.metrics.registry, f"{sc.M_TRACES_SCORED}_total", service="via-rotel")
         finally:
             traffic.close()
     assert dead == 0
@@ -164,9 +164,9 @@ async def test_poison_messages_between_good_ones(kafka: Broker, topic: str, grou
             assert await agent.wait_idle(30)
             acc = accounting(agent.metrics.registry)
             reg = agent.metrics.registry
-            poison = total(reg, "ragmon_kafka_dead_letters_total", reason=sc.DROP_POISON_MESSAGE)
-            oversize = total(reg, "ragmon_kafka_dead_letters_total", reason=sc.DROP_OVERSIZE_MESSAGE)
-            dropped = total(reg, "ragmon_dropped_total", reason=sc.DROP_POISON_MESSAGE)
+            poison = total(reg, f"{sc.M_KAFKA_DEAD_LETTERS}_total", reason=sc.DROP_POISON_MESSAGE)
+            oversize = total(reg, f"{sc.M_KAFKA_DEAD_LETTERS}_total", reason=sc.DROP_OVERSIZE_MESSAGE)
+            dropped = total(reg, f"{sc.M_DROPPED}_total", reason=sc.DROP_POISON_MESSAGE)
     finally:
         traffic.close()
         await producer.stop()
@@ -191,13 +191,13 @@ async def test_slow_judge_pauses_consumption_and_bounds_memory(kafka: Broker, to
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 60
         while len(set(judge.scored)) < len(sent) and loop.time() < deadline:
-            max_backlog = max(max_backlog, total(reg, "ragmon_judge_backlog"))
-            max_lag = max(max_lag, total(reg, "ragmon_kafka_consumer_lag_messages"))
+            max_backlog = max(max_backlog, total(reg, sc.M_JUDGE_BACKLOG))
+            max_lag = max(max_lag, total(reg, sc.M_KAFKA_LAG))
             await asyncio.sleep(0.05)
         assert await agent.wait_idle(30)
         acc = accounting(reg)
-        paused = total(reg, "ragmon_kafka_paused_seconds_total")
-        backlog_full = total(reg, "ragmon_traces_skipped_total", reason=sc.SKIP_BACKLOG_FULL)
+        paused = total(reg, f"{sc.M_KAFKA_PAUSED}_total")
+        backlog_full = total(reg, f"{sc.M_TRACES_SKIPPED}_total", reason=sc.SKIP_BACKLOG_FULL)
     assert sorted(judge.scored) == sorted(sent)  # every trace judged once, none skipped for lack of room
     assert backlog_full == 0
     assert acc.balanced and acc.received == acc.scored == len(sent)
@@ -218,9 +218,9 @@ async def test_two_agents_share_partitions_and_take_over(kafka: Broker, topic: s
             first = await send(traffic, 8)
             await eventually(lambda: set(first) <= set(judge_a.scored), timeout_s=60, what="A alone")
             await agent_b.start()
-            await eventually(lambda: total(agent_b.metrics.registry, "ragmon_kafka_rebalances_total",
+            await eventually(lambda: total(agent_b.metrics.registry, f"{sc.M_KAFKA_REBALANCES}_total",
                                            kind="assigned") >= 1
-                             and total(agent_b.metrics.registry, "ragmon_kafka_consumer_lag_messages") == 0
+                             and total(agent_b.metrics.registry, sc.M_KAFKA_LAG) == 0
                              and _partitions(agent_b), timeout_s=60, what="B joins")
             assert 0 < len(_partitions(agent_b)) < 4
             second = await send(traffic, 8, start=8)
@@ -245,7 +245,7 @@ async def test_two_agents_share_partitions_and_take_over(kafka: Broker, topic: s
 
 def _partitions(agent: Agent) -> set[str]:
     return {s.labels["partition"] for f in agent.metrics.registry.collect() for s in f.samples
-            if s.name == "ragmon_kafka_consumer_lag_messages"}
+            if s.name == sc.M_KAFKA_LAG}
 
 
 async def test_broker_outage_while_app_and_agent_keep_running(private_broker: Broker, topic: str,
@@ -286,7 +286,7 @@ async def test_broker_outage_while_app_and_agent_keep_running(private_broker: Br
             await eventually(lambda: set(sent) <= set(judge.scored), timeout_s=60, what="every trace scored")
             assert await agent.wait_idle(30)
             acc = accounting(agent.metrics.registry)
-            commits_ok = total(agent.metrics.registry, "ragmon_kafka_commits_total", outcome="ok")
+            commits_ok = total(agent.metrics.registry, f"{sc.M_KAFKA_COMMITS}_total", outcome="ok")
             ready = agent._readiness()[0]
     finally:
         stop.set()

@@ -88,15 +88,15 @@ async def test_exporter_to_source_round_trip(kafka: Broker, topic: str, group: s
     sink = CollectingSink()
     async with running_source(kafka.bootstrap, topic, group, sink) as (source, metrics):
         await eventually(lambda: len(sink.spans) >= 12 * SPANS_PER_TRACE, what="all spans")
-        await eventually(lambda: value(metrics, "ragmon_kafka_commits_total", outcome="ok") >= 1,
+        await eventually(lambda: value(metrics, f"{sc.M_KAFKA_COMMITS}_total", outcome="ok") >= 1,
                          what="an offset commit")
         assert source.ready()
     assert sink.trace_ids == set(sent)
     assert len(sink.spans) == 12 * SPANS_PER_TRACE
     assert {s.resource.get("service.name") for s in sink.spans} == {"kafka-svc"}
-    assert value(metrics, "ragmon_spans_received_total", source="kafka") == 12 * SPANS_PER_TRACE
-    assert value(metrics, "ragmon_kafka_messages_consumed_total", topic=topic) == len(records)
-    assert value(metrics, "ragmon_kafka_rebalances_total", kind="assigned") >= 1
+    assert value(metrics, f"{sc.M_SPANS_RECEIVED}_total", source="kafka") == 12 * SPANS_PER_TRACE
+    assert value(metrics, f"{sc.M_KAFKA_MESSAGES}_total", topic=topic) == len(records)
+    assert value(metrics, f"{sc.M_KAFKA_REBALANCES}_total", kind="assigned") >= 1
     # Everything was released, so the group's committed offsets reach the end of each partition.
     ends: dict[int, int] = {}
     for record in records:
@@ -122,7 +122,7 @@ async def test_offsets_are_committed_only_below_unreleased_messages(
         await asyncio.sleep(0.6)
         assert (await committed_offsets(kafka.bootstrap, group, topic, 1))[0] is None
         sink.release_where(lambda tok: tok[2] in (0, 1, 3))
-        await eventually(lambda: value(metrics, "ragmon_kafka_commits_total", outcome="ok") >= 1,
+        await eventually(lambda: value(metrics, f"{sc.M_KAFKA_COMMITS}_total", outcome="ok") >= 1,
                          what="a commit")
         assert (await committed_offsets(kafka.bootstrap, group, topic, 1))[0] == 2  # 2 still pending
         assert source.pending_messages == total - 3
@@ -166,11 +166,11 @@ async def test_poison_messages_are_dead_lettered_and_skipped(kafka: Broker, topi
                               kafka_max_message_bytes=64_000) as (source, metrics):
         await eventually(lambda: sink.trace_ids == set(good), what="the good traces after the poison")
         await eventually(lambda: source.pending_messages == 0, what="dead letters written and released")
-    assert value(metrics, "ragmon_kafka_dead_letters_total", reason=sc.DROP_POISON_MESSAGE) == 2
-    assert value(metrics, "ragmon_kafka_dead_letters_total", reason=sc.DROP_OVERSIZE_MESSAGE) == 1
-    assert value(metrics, "ragmon_dropped_total", reason=sc.DROP_POISON_MESSAGE) == 2
-    assert value(metrics, "ragmon_dropped_total", reason=sc.DROP_OVERSIZE_MESSAGE) == 1
-    assert value(metrics, "ragmon_receiver_requests_total", source="kafka", outcome="rejected") == 3
+    assert value(metrics, f"{sc.M_KAFKA_DEAD_LETTERS}_total", reason=sc.DROP_POISON_MESSAGE) == 2
+    assert value(metrics, f"{sc.M_KAFKA_DEAD_LETTERS}_total", reason=sc.DROP_OVERSIZE_MESSAGE) == 1
+    assert value(metrics, f"{sc.M_DROPPED}_total", reason=sc.DROP_POISON_MESSAGE) == 2
+    assert value(metrics, f"{sc.M_DROPPED}_total", reason=sc.DROP_OVERSIZE_MESSAGE) == 1
+    assert value(metrics, f"{sc.M_REQUESTS_RECEIVED}_total", source="kafka", outcome="rejected") == 3
 
     letters = sorted(await read_all(kafka.bootstrap, dlq, 3),
                      key=lambda r: int(dict(r.headers)[DLQ_OFFSET_HEADER]))
@@ -188,8 +188,8 @@ async def test_backpressure_pauses_the_partitions(kafka: Broker, topic: str, gro
     await create_topic(kafka.bootstrap, topic, partitions=2)
     sink = CollectingSink(pressure=True)
     async with running_source(kafka.bootstrap, topic, group, sink) as (_source, metrics):
-        await eventually(lambda: value(metrics, "ragmon_kafka_rebalances_total", kind="assigned") >= 1
-                         and value(metrics, "ragmon_kafka_paused_seconds_total") > 0, what="paused")
+        await eventually(lambda: value(metrics, f"{sc.M_KAFKA_REBALANCES}_total", kind="assigned") >= 1
+                         and value(metrics, f"{sc.M_KAFKA_PAUSED}_total") > 0, what="paused")
         traffic = KafkaTraffic(kafka.bootstrap, topic)
         try:
             sent = await send_traces(traffic, 5)
@@ -199,7 +199,7 @@ async def test_backpressure_pauses_the_partitions(kafka: Broker, topic: str, gro
         await asyncio.sleep(1.0)
         assert sink.spans == []
         def paused_s() -> float:
-            return value(metrics, "ragmon_kafka_paused_seconds_total")
+            return value(metrics, f"{sc.M_KAFKA_PAUSED}_total")
 
         await eventually(lambda: paused_s() >= 1.0, what="a second of pause accounted")  # accrues per poll
         paused = paused_s()
@@ -231,10 +231,10 @@ async def test_partitions_move_to_the_remaining_consumer(kafka: Broker, topic: s
 
         await source_b.start(sink_b)
         # B's join revokes some of A's partitions; A is asked to flush their traces first.
-        await eventually(lambda: value(metrics_b, "ragmon_kafka_rebalances_total", kind="assigned") >= 1
+        await eventually(lambda: value(metrics_b, f"{sc.M_KAFKA_REBALANCES}_total", kind="assigned") >= 1
                          and bool(source_b.safe_offsets() or _lag_names(metrics_b)), what="B assigned",
                          timeout_s=60)
-        assert value(metrics_a, "ragmon_kafka_rebalances_total", kind="revoked") >= 1
+        assert value(metrics_a, f"{sc.M_KAFKA_REBALANCES}_total", kind="revoked") >= 1
         assert sink_a.flushes >= 1
         second = await send_traces(traffic, 8, start=8)
         await eventually(lambda: set(second) <= sink_a.trace_ids | sink_b.trace_ids, what="both consume")
@@ -258,7 +258,7 @@ async def test_partitions_move_to_the_remaining_consumer(kafka: Broker, topic: s
 
 def _lag_names(metrics: AgentMetrics) -> set[str]:
     return {s.labels["partition"] for f in metrics.registry.collect() for s in f.samples
-            if s.name == "ragmon_kafka_consumer_lag_messages"}
+            if s.name == sc.M_KAFKA_LAG}
 
 
 async def _lag_partitions(metrics: AgentMetrics) -> set[str]:

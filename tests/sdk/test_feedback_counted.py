@@ -35,20 +35,20 @@ async def test_feedback_in_the_trace_and_after_it_closed_is_counted() -> None:
         # the SDK side runs in a thread: its flush blocks, and the agent serves on this event loop
         ids = await asyncio.to_thread(_serve_two_requests, agent)
         await asyncio.to_thread(_wait_for, lambda: scrape(agent.metrics_port).value(
-            "ragmon_traces_received_total", service="shop", pipeline="refunds") == 2)
+            f"{sc.M_TRACES_RECEIVED}_total", service="shop", pipeline="refunds") == 2)
         # the user clicks after the answer was shown: the traces are closed by now
         await asyncio.to_thread(_late_feedback, ids)
         await asyncio.to_thread(_wait_for, lambda: scrape(agent.metrics_port).value(
-            "ragmon_dropped_total", reason=sc.DROP_LATE_SPAN) == 2)
+            f"{sc.M_DROPPED}_total", reason=sc.DROP_LATE_SPAN) == 2)
         m = await asyncio.to_thread(scrape, agent.metrics_port)
     finally:
         await agent.stop()
     assert ids[0] and ids[1] and ids[0] != ids[1]
     labels = {"service": "shop", "pipeline": "refunds"}
-    assert m.value("ragmon_feedback_total", **labels, feedback="negative") == 2  # thumbs_down, then 0.0
-    assert m.value("ragmon_feedback_total", **labels, feedback="positive") == 1
+    assert m.value(f"{sc.M_FEEDBACK}_total", **labels, feedback="negative") == 2  # thumbs_down, then 0.0
+    assert m.value(f"{sc.M_FEEDBACK}_total", **labels, feedback="positive") == 1
     # late feedback is counted, but the closed trace is not assembled a second time
-    assert m.value("ragmon_traces_received_total", **labels) == 2
+    assert m.value(f"{sc.M_TRACES_RECEIVED}_total", **labels) == 2
 
 
 def _serve_two_requests(agent: Agent) -> tuple[str | None, str | None]:
