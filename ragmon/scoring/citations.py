@@ -24,8 +24,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from .. import semconv as sc
 from ..types import Document
+from . import formulas
 from .claims import content_tokens, split_sentences
 
 DEFAULT_CITATION_PATTERN = r"\[([^\[\]]{1,64})\](?!\()"
@@ -249,7 +252,22 @@ def details(cmap: CitationMap, supported: dict[tuple[int, int], bool], result: C
     return out
 
 
+def metric_values(
+    cmap: CitationMap, supported: dict[tuple[int, int], bool], into: dict[str, Any]
+) -> dict[str, float | None]:
+    """Citation presence, correctness and coverage from the per-pair verdicts (both judges);
+    their ``details`` are added to ``into``."""
+    result = combine(cmap, supported)
+    into.update(details(cmap, supported, result))
+    cited_correct = [ok for ok, c in zip(result.correct, result.cited, strict=True) if c]
+    return {
+        sc.METRIC_CITATION_PRESENCE: formulas.citation_presence(result.n_claims, sum(result.cited)),
+        sc.METRIC_CITATION_CORRECTNESS: formulas.citation_correctness(cited_correct),
+        sc.METRIC_CITATION_COVERAGE: formulas.citation_coverage(result.n_claims, sum(result.correct)),
+    }
+
+
 __all__ = [
     "DEFAULT_CITATION_PATTERN", "Citation", "CitationMap", "CitationResult", "CitedClaim", "combine",
-    "compile_pattern", "details", "parse_citations", "strip_markers",
+    "compile_pattern", "details", "metric_values", "parse_citations", "strip_markers",
 ]

@@ -1,9 +1,10 @@
-"""The ``Judge`` protocol: one small interface every judge implements."""
+"""The ``Judge`` protocol: one small interface every judge implements, and ``JudgeMetrics``,
+what a judge records (owned here so that scoring never imports ``export``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final, Protocol, runtime_checkable
+from typing import Any, Final, Protocol, runtime_checkable
 
 from ..types import RagTrace, Scores
 
@@ -68,3 +69,29 @@ class EvalJudge(Judge, Protocol):
     """
 
     async def score_for_eval(self, trace: RagTrace, request: EvalRequest) -> Scores: ...
+
+
+class Labelled(Protocol):
+    """A Prometheus metric family: ``family.labels(*values)`` gives the child to inc/set."""
+
+    def labels(self, *values: str) -> Any: ...
+
+
+class JudgeMetrics(Protocol):
+    """The metric families a judge records (``ragmon.export.metrics.AgentMetrics`` has them).
+
+    Read-only properties, so any object whose attributes are metric families satisfies it.
+    ``ragmon_judge_duration_seconds`` is not here: the agent observes it around ``score``."""
+
+    @property
+    def judge_requests(self) -> Labelled: ...  # {judge, outcome}
+    @property
+    def judge_tokens(self) -> Labelled: ...  # {judge, kind=prompt|completion}
+    @property
+    def judge_input_truncated(self) -> Labelled: ...  # {judge}
+    @property
+    def judge_cache_hits(self) -> Labelled: ...  # {judge}
+    @property
+    def judge_circuit_open(self) -> Labelled: ...  # {judge}
+    @property
+    def judge_budget_remaining(self) -> Labelled: ...  # {window=minute|day}

@@ -1,0 +1,49 @@
+"""The LLM judge: RAGAS metrics from any OpenAI-compatible chat API (httpx stays in here).
+
+Two modes share prompts, parsing and formulas:
+
+* ``compact`` (default): ONE chat call per trace returns the answer's claims with verdicts,
+  a relevance verdict per context and a few generated questions; answer relevancy then
+  comes from the agent's embedding model, so it costs no further LLM call.
+* ``parity``: RAGAS's own recipe — statement extraction, then NLI verdicts; N question
+  generations; one call per context — for numbers comparable with RAGAS.
+
+Offline evaluation (``score_for_eval``, the ``EvalJudge`` protocol) adds context recall, answer
+correctness, abstention and citation metrics: in compact mode still ONE chat call, with a
+separate evaluation variant of the compact prompt (``prompts.compact_eval_messages``; the online
+prompt is untouched); in parity mode RAGAS's extra calls.
+
+Cost and failure control, in the order a trace meets them: content-hash cache -> token
+budget (``JudgeBudgetExceeded``: the agent skips the trace) -> input cut to the per-trace
+token budget -> per request: circuit breaker -> client-side rpm/tpm limiter -> bounded
+concurrency -> HTTP with retries (exponential backoff + jitter, ``Retry-After`` honoured)
+on 429/5xx/timeouts -> ``response_format`` json_schema, falling back to json_object and
+then plain text when the server rejects it -> tolerant parsing -> one repair attempt.
+
+Every request is counted in ``ragmon_judge_requests_total{judge="llm",outcome}`` with one of
+ok, retry (a failed attempt that will be retried), timeout, http_error, rate_limited,
+invalid_reply, circuit_open. The API key is sent as a header and never logged or put in
+an error message.
+
+Modules (private; this package's API is ``__all__``): ``_settings`` the frozen settings,
+``_http`` the resilient POST, ``_chat`` chat/embeddings protocol and token usage, ``_calls``
+what a mode may call, ``_compact`` / ``_parity`` the modes, ``_eval`` the offline metrics,
+``_judge`` the ``LlmJudge`` facade (cache, budget, input cutting).
+"""
+
+from __future__ import annotations
+
+from ._calls import SupportsEmbed
+from ._chat import FORMAT_JSON_OBJECT, FORMAT_JSON_SCHEMA, FORMAT_NONE
+from ._judge import LlmJudge
+from ._settings import MODES, LlmJudgeSettings
+
+__all__ = [
+    "FORMAT_JSON_OBJECT",
+    "FORMAT_JSON_SCHEMA",
+    "FORMAT_NONE",
+    "MODES",
+    "LlmJudge",
+    "LlmJudgeSettings",
+    "SupportsEmbed",
+]

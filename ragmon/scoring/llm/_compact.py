@@ -1,0 +1,42 @@
+"""Compact mode (the default): ONE chat call per trace returns the answer's claims with
+verdicts, a relevance verdict per context and a few generated questions; answer relevancy then
+comes from embeddings, so it costs no further LLM call."""
+
+from __future__ import annotations
+
+from ... import semconv as sc
+from ...types import Scores
+from .. import formulas
+from .. import prompts as p
+from ..verdicts import CompactVerdict, compact_schema, parse_compact
+from ._calls import TraceCalls
+from ._settings import NAME
+
+
+async def score_compact(calls: TraceCalls, inp: p.JudgeInput) -> Scores:
+    n = len(inp.contexts)
+    verdict = await calls.json(
+        p.compact_messages(inp), "rag_judgement", compact_schema(n), lambda o: parse_compact(o, n)
+    )
+    return await compact_scores(calls, inp, verdict)
+
+
+async def compact_scores(calls: TraceCalls, inp: p.JudgeInput, verdict: CompactVerdict) -> Scores:
+    """The online metrics from a compact verdict (offline evaluation's verdict has one inside)."""
+    n = len(inp.contexts)
+    claim_verdicts = [v for _, v in verdict.claims]
+    relevancy = await calls.answer_relevancy(inp.question, verdict.questions, verdict.noncommittal)
+    return Scores(
+        {
+            sc.METRIC_FAITHFULNESS: formulas.faithfulness(claim_verdicts) if n else None,
+            sc.METRIC_ANSWER_RELEVANCY: relevancy,
+            sc.METRIC_CONTEXT_PRECISION: formulas.context_precision(verdict.context_relevant),
+        },
+        judge=NAME,
+        details={
+            "claims": [{"claim": c, "supported": v} for c, v in verdict.claims],
+            "context_relevant": list(verdict.context_relevant),
+            "generated_questions": list(verdict.questions),
+            "noncommittal": verdict.noncommittal,
+        },
+    )

@@ -1,0 +1,277 @@
+"""What the local judge finds in a trace before any model is applied: claims, each claim's best
+evidence among the context sentences (words, numbers, negations, names), and per-context
+features. ``support`` runs the same claim checks against any other texts (offline metrics)."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import local_model
+from ..claims import TextFacts, content_tokens, cut_long, facts, rarity, split_claims, split_sentences, stem, words
+from ..embedder import EMBEDDING_DIM, TokenStates
+from ..evidence import ClaimEvidence, check_claims, maxsim_per_sentence, soft_novel_counts, wh_match_per_sentence
+from ._encoder import ZERO, SentenceEncoder
+
+MAX_CONTEXT_SENTENCE_WORDS = 60
+MAX_CONTEXTS = 50  # bound the work per trace; later contexts are ignored (and said so in details)
+MAX_CLAIMS = 40
+
+
+@dataclass(frozen=True, slots=True)
+class Analysis:
+    """Everything the local judge found in one trace before combining it into scores."""
+
+    claims: list[str]
+    evidence: list[ClaimEvidence]
+    context_features: list[local_model.ContextFeatures]
+    question_vec: np.ndarray | None
+    answer_vec: np.ndarray | None
+    claim_vecs: np.ndarray
+    n_contexts: int
+    contexts_ignored: int
+
+
+class Analyser:
+    """Splits, embeds (through ``encoder``) and checks claims; ``add_time(stage, seconds)``
+    receives the split/embed/evidence timings."""
+
+    def __init__(
+        self, encoder: SentenceEncoder, max_sentences: int, add_time: Callable[[str, float], None]
+    ) -> None:
+        self.encoder = encoder
+        self._max_sentences = max_sentences
+        self._add_time = add_time
+
+    def analyse(self, question: str | None, contexts: Sequence[str], answer: str | None) -> Analysis:
+        """Claims, their evidence and the per-context features, before any model is applied."""
+        t0 = time.perf_counter()
+        question = (question or "").strip() or None
+        answer = (answer or "").strip() or None
+        used_contexts = [c for c in contexts[:MAX_CONTEXTS] if c and c.strip()]
+        claims = split_claims(answer)[:MAX_CLAIMS] if answer else []
+        split = self._split(claims, used_contexts, question)
+        ctx_sentences, flat_sentences, sentence_facts = split.ctx_sentences, split.sentences, split.sentence_facts
+        question_tokens, embed_mask = split.question_tokens, split.embed_mask
+        t1 = time.perf_counter()
+
+        focus = focus_question(question, ctx_sentences, sentence_facts) if question else None
+        questions = [q for q in (question, focus) if q]
+        emb = self.encoder.embed_all(questions, claims, flat_sentences, answer, embed_mask)
+        question_vec = emb.question_vecs[0] if question else None
+        focus_vec = emb.question_vecs[1] if focus else question_vec
+        claim_vecs, sentence_vecs = emb.claim_vecs, emb.sentence_vecs
+        t2 = time.perf_counter()
+
+        # the question's words count as supported, as they do lexically
+        support = [*emb.sentence_tokens, *emb.question_tokens[:1]]
+        evidence = check_claims(
+            claims, split.claim_facts, split.claim_tokens, claim_vecs, flat_sentences, sentence_facts,
+            sentence_vecs, _bigrams(flat_sentences), question_tokens,
+            soft_novel=soft_novel_counts(emb.claim_tokens, support),
+        )
+        token_scores = (
+            np.stack([maxsim_per_sentence(emb.question_tokens[0], emb.sentence_tokens),
+                      wh_match_per_sentence(emb.question_tokens[0], emb.sentence_tokens)])
+            if question else np.zeros((2, 0))
+        )
+        ctx_features = context_features(
+            question, question_vec, focus_vec, ctx_sentences, sentence_facts, sentence_vecs, embed_mask,
+            token_scores,
+        )
+        t3 = time.perf_counter()
+        self._add_time("split", t1 - t0)
+        self._add_time("embed", t2 - t1)
+        self._add_time("evidence", t3 - t2)
+        return Analysis(
+            claims=claims,
+            evidence=evidence,
+            context_features=ctx_features,
+            question_vec=question_vec,
+            answer_vec=emb.answer_vec,
+            claim_vecs=claim_vecs,
+            n_contexts=len(used_contexts),
+            contexts_ignored=max(0, len(contexts) - MAX_CONTEXTS),
+        )
+
+    def support(
+        self, claims: list[str], sources: Sequence[str], question: str | None
+    ) -> tuple[list[ClaimEvidence], list[bool], np.ndarray]:
+        """Evidence for ``claims`` against the ``sources``' sentences, the supported verdict per
+        claim, and the claims' vectors: the same checks ``analyse`` makes for faithfulness."""
+        if not claims:
+            return [], [], np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
+        question = (question or "").strip() or None
+        split = self._split(claims, sources, question)
+        flat = split.sentences
+        cached = self.encoder.cache.get_many(flat)
+        to_embed = [s for s, keep, hit in zip(flat, split.embed_mask, cached, strict=True) if keep and hit is None]
+        extra = [*claims, *([question] if question else [])]
+        vecs, states = self.encoder.encode([*dict.fromkeys(to_embed), *extra])
+        n_new = len(dict.fromkeys(to_embed))
+        lookup = {s: (vecs[i], states[i]) for i, s in enumerate(dict.fromkeys(to_embed))}
+        entries = [
+            hit if hit is not None else lookup.get(s, ZERO) for s, hit in zip(flat, cached, strict=True)
+        ]
+        sentence_vecs = np.array([e[0] for e in entries], dtype=np.float32).reshape(len(flat), EMBEDDING_DIM)
+        claim_vecs = vecs[n_new : n_new + len(claims)]
+        claim_states = states[n_new : n_new + len(claims)]
+        support: list[TokenStates] = [e[1] for e in entries] + ([states[n_new + len(claims)]] if question else [])
+        evidence = check_claims(
+            claims, split.claim_facts, split.claim_tokens, claim_vecs, flat, split.sentence_facts, sentence_vecs,
+            _bigrams(flat), split.question_tokens, soft_novel=soft_novel_counts(claim_states, support),
+        )
+        verdicts = [
+            local_model.claim_support(e) >= local_model.FAITHFULNESS_THRESHOLD and not e.contradiction()
+            for e in evidence
+        ]
+        return evidence, verdicts, claim_vecs
+
+    def _split(self, claims: list[str], sources: Sequence[str], question: str | None) -> _Split:
+        ctx_sentences = _sentences(sources)
+        flat = [s for sents in ctx_sentences for s in sents]
+        sentence_facts = [facts(s) for s in flat]
+        claim_facts = [facts(c) for c in claims]
+        question_tokens = facts(question).tokens if question else frozenset()
+        mask = sentences_to_embed(ctx_sentences, sentence_facts, question_tokens, claim_facts, self._max_sentences)
+        return _Split(
+            ctx_sentences, flat, sentence_facts, [content_tokens(c) for c in claims], claim_facts, question_tokens, mask
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Split:
+    """Claims and source texts in pieces: sentences, words and facts, and which sentences to embed."""
+
+    ctx_sentences: list[list[str]]  # per source text
+    sentences: list[str]  # flattened
+    sentence_facts: list[TextFacts]
+    claim_tokens: list[list[str]]
+    claim_facts: list[TextFacts]
+    question_tokens: frozenset[str]
+    embed_mask: np.ndarray
+
+
+def _sentences(texts: Sequence[str]) -> list[list[str]]:
+    """Each text's sentences, long ones cut (a text without a sentence stands for itself)."""
+    out: list[list[str]] = []
+    for text in texts:
+        sents = [p for s in split_sentences(text) for p in cut_long(s, MAX_CONTEXT_SENTENCE_WORDS)]
+        out.append(sents or [text[:1000]])
+    return out
+
+
+def _bigrams(sentences: Sequence[str]) -> set[tuple[str, str]]:
+    out: set[tuple[str, str]] = set()
+    for s in sentences:
+        out.update(itertools.pairwise(content_tokens(s)))
+    return out
+
+
+def focus_question(
+    question: str, ctx_sentences: Sequence[Sequence[str]], sentence_facts: Sequence[TextFacts]
+) -> str | None:
+    """The question without its topic: words found in most contexts ("Cougar Town" in "where is
+    Cougar Town filmed") say little about *which* context answers it; "where ... filmed" does.
+    None when no word qualifies (fewer than 2 contexts, or the topic is the whole question)."""
+    if len(ctx_sentences) < 2:
+        return None
+    context_tokens: list[set[str]] = []
+    start = 0
+    for sents in ctx_sentences:
+        toks: set[str] = set()
+        for f in sentence_facts[start : start + len(sents)]:
+            toks |= f.tokens
+        context_tokens.append(toks)
+        start += len(sents)
+    common = {t for t in facts(question).tokens if sum(t in c for c in context_tokens) * 2 > len(context_tokens)}
+    if not common:
+        return None
+    kept = [w for w in words(question) if stem(w.lower().replace("’", "'")) not in common]
+    if len(content_tokens(" ".join(kept))) == 0:
+        return None
+    return " ".join(kept)
+
+
+def sentences_to_embed(
+    ctx_sentences: Sequence[Sequence[str]],
+    sentence_facts: Sequence[TextFacts],
+    question_tokens: frozenset[str],
+    claim_facts: Sequence[TextFacts],
+    max_sentences: int,
+) -> np.ndarray:
+    """Which context sentences to embed: in long contexts, only the ``max_sentences`` that
+    share the most (rarity-weighted) words with the question or the answer. Embedding is
+    ~95% of the judge's time, and a sentence sharing no word with either is almost never
+    the best evidence or the most relevant one; its words still count for coverage."""
+    mask = np.ones(len(sentence_facts), dtype=bool)
+    if max_sentences <= 0:
+        return mask
+    wanted = set(question_tokens)
+    for f in claim_facts:
+        wanted |= f.tokens
+    start = 0
+    for sents in ctx_sentences:
+        stop = start + len(sents)
+        if len(sents) > max_sentences:
+            overlap = [
+                (sum(rarity(t) for t in sentence_facts[j].tokens & wanted), -j) for j in range(start, stop)
+            ]
+            keep = {-j for _, j in sorted(overlap, reverse=True)[:max_sentences]}
+            for j in range(start, stop):
+                mask[j] = j in keep
+        start = stop
+    return mask
+
+
+def context_features(
+    question: str | None,
+    question_vec: np.ndarray | None,
+    focus_vec: np.ndarray | None,
+    ctx_sentences: Sequence[Sequence[str]],
+    sentence_facts: Sequence[TextFacts],
+    sentence_vecs: np.ndarray,
+    embedded: np.ndarray,
+    token_scores: np.ndarray,
+) -> list[local_model.ContextFeatures]:
+    """Per-context features; ``token_scores`` has one row per token-level score (MaxSim,
+    wh-word match) and one column per sentence."""
+    if question is None or question_vec is None or not ctx_sentences:
+        return []
+    sims = sentence_vecs @ question_vec if len(sentence_vecs) else np.zeros(0)
+    sims = np.where(embedded, sims, -1.0)  # a sentence left out is never the best one
+    focus_sims = sentence_vecs @ focus_vec if focus_vec is not None and len(sentence_vecs) else sims
+    focus_sims = np.where(embedded, focus_sims, -1.0)
+    # The question minus what all contexts share (their centroid): what is specific to it.
+    centroid = sentence_vecs[embedded].mean(axis=0) if embedded.any() else np.zeros_like(question_vec)
+    norm = float(np.linalg.norm(centroid))
+    specific = question_vec - (question_vec @ centroid) / (norm * norm) * centroid if norm > 0 else question_vec
+    specific_norm = float(np.linalg.norm(specific))
+    resid = sentence_vecs @ specific / specific_norm if specific_norm > 1e-6 else sims
+    token_best = np.where(embedded, token_scores, -1.0)  # a sentence left out is never the best one
+    evidence = []
+    start = 0
+    for sents in ctx_sentences:
+        stop = start + len(sents)
+        own = sentence_facts[start:stop]
+        evidence.append(
+            local_model.ContextEvidence(
+                best_cos=float(sims[start:stop].max()) if stop > start else 0.0,
+                best_focus_cos=float(focus_sims[start:stop].max()) if stop > start else 0.0,
+                best_specific_cos=(
+                    float(np.where(embedded, resid, -1.0)[start:stop].max()) if stop > start else 0.0
+                ),
+                best_maxsim=float(token_best[0, start:stop].max()) if stop > start else 0.0,
+                best_wh_match=float(token_best[1, start:stop].max()) if stop > start else 0.0,
+                tokens=frozenset().union(*(f.tokens for f in own)),
+                numbers=frozenset().union(*(f.numbers for f in own)),
+                entities=frozenset().union(*(f.entities for f in own)),
+                sentences=tuple(sents),
+            )
+        )
+        start = stop
+    return local_model.context_features(question, facts(question), evidence)

@@ -1,0 +1,109 @@
+"""The three online metrics from an ``Analysis``: faithfulness, answer relevancy and context
+precision through the fitted coefficients of ``local_model``, with the details and the one-line
+reason that error analysis (/worst) shows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ... import semconv as sc
+from .. import local_model
+from ..evidence import ClaimEvidence
+from ..formulas import context_precision as rank_weighted_precision
+from ._analysis import Analysis
+
+_REASON_CHARS = 160
+
+
+def short(text: str, limit: int = _REASON_CHARS) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def online_values(analysis: Analysis, details: dict[str, Any]) -> dict[str, float | None]:
+    """The three metrics of ``analysis``; their explanations go into ``details``."""
+    faithfulness = _faithfulness(analysis.evidence, analysis.n_contexts > 0, details)
+    relevancy = _answer_relevancy(analysis.question_vec, analysis.answer_vec, analysis.claim_vecs, details)
+    precision = _context_precision(analysis.context_features, details)
+    if analysis.contexts_ignored:
+        details["contexts_ignored"] = analysis.contexts_ignored
+    details["reason"] = _reason(faithfulness, relevancy, precision, details)
+    return {
+        sc.METRIC_FAITHFULNESS: faithfulness,
+        sc.METRIC_ANSWER_RELEVANCY: relevancy,
+        sc.METRIC_CONTEXT_PRECISION: precision,
+    }
+
+
+def _reason(
+    faithfulness: float | None, relevancy: float | None, precision: float | None, details: dict[str, Any]
+) -> str:
+    """One short line for error analysis (/worst): the weakest metric and why."""
+    candidates = []
+    if faithfulness is not None:
+        claim = details.get("least_supported_claim", "")
+        why = details.get("faithfulness_reason", "")
+        candidates.append((faithfulness, f"unsupported claim {claim!r}: {why}" if claim else str(why)))
+    if relevancy is not None:
+        candidates.append((relevancy, details.get("answer_relevancy_reason", "answer relevancy")))
+    if precision is not None:
+        bad = details.get("irrelevant_contexts", [])
+        candidates.append((precision, f"contexts {bad} look irrelevant to the question" if bad else
+                           "context precision"))
+    if not candidates:
+        return "nothing to score"
+    score, text = min(candidates, key=lambda c: c[0])
+    if score >= 0.5:
+        return "no metric below 0.5"
+    return short(str(text), 2 * _REASON_CHARS)
+
+
+def _faithfulness(evidence: list[ClaimEvidence], has_contexts: bool, details: dict[str, Any]) -> float | None:
+    if not evidence:
+        return None  # no answer (or nothing checkable in it)
+    if not has_contexts:
+        details["faithfulness_reason"] = "no contexts to support the answer"
+        return 0.0
+    supports = [local_model.claim_support(e) for e in evidence]
+    score = local_model.faithfulness(evidence, supports)
+    contradicted = [i for i, e in enumerate(evidence) if e.contradiction()]
+    weakest = contradicted[0] if contradicted else int(np.argmin(supports))
+    if contradicted:
+        details["contradicted_claims"] = len(contradicted)
+    details["claims"] = len(evidence)
+    details["unsupported_claims"] = sum(s < 0.5 for s in supports)
+    details["least_supported_claim"] = short(evidence[weakest].claim)
+    details["least_supported_support"] = round(float(supports[weakest]), 3)
+    details["least_supported_evidence"] = short(evidence[weakest].evidence)
+    details["faithfulness_reason"] = evidence[weakest].reason()
+    return score
+
+
+def _answer_relevancy(
+    question_vec: np.ndarray | None, answer_vec: np.ndarray | None, claim_vecs: np.ndarray, details: dict[str, Any]
+) -> float | None:
+    if question_vec is None or answer_vec is None:
+        return None
+    whole = float(answer_vec @ question_vec)
+    best_claim = float((claim_vecs @ question_vec).max()) if len(claim_vecs) else whole
+    score = local_model.answer_relevancy(whole, best_claim)
+    details["answer_question_cosine"] = round(max(whole, best_claim), 3)
+    if score < 0.5:
+        details["answer_relevancy_reason"] = "the answer is semantically far from the question"
+    return score
+
+
+def _context_precision(features: list[local_model.ContextFeatures], details: dict[str, Any]) -> float | None:
+    if not features:
+        return None
+    relevance = [local_model.context_relevance(f) for f in features]
+    verdicts = [r >= local_model.CONTEXT_RELEVANT_THRESHOLD for r in relevance]
+    details["context_relevance"] = [round(r, 3) for r in relevance]
+    irrelevant = [i for i, v in enumerate(verdicts) if not v]
+    if irrelevant:
+        details["irrelevant_contexts"] = irrelevant[:20]
+    if not any(verdicts):
+        details["context_precision_reason"] = "no retrieved context looks relevant to the question"
+    return rank_weighted_precision(verdicts)
