@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 
 from prometheus_client import CollectorRegistry
 
+from ragmon import semconv as sc
 from ragmon.agent import Agent
 from ragmon.config import load_agent_config
 from tests.fakes.openai_server import FakeOpenAI, Reply
@@ -43,10 +44,10 @@ async def send(agent: Agent, requests: list[Request]) -> None:
 
 
 def accounted(m, pipeline="support") -> tuple[float, float]:
-    received = m.value("ragmon_traces_received_total", pipeline=pipeline)
-    parts = (m.value("ragmon_traces_scored_total", pipeline=pipeline)
-             + m.value("ragmon_traces_skipped_total", pipeline=pipeline)
-             + m.value("ragmon_traces_failed_total", pipeline=pipeline))
+    received = m.value(f"{sc.M_TRACES_RECEIVED}_total", pipeline=pipeline)
+    parts = (m.value(f"{sc.M_TRACES_SCORED}_total", pipeline=pipeline)
+             + m.value(f"{sc.M_TRACES_SKIPPED}_total", pipeline=pipeline)
+             + m.value(f"{sc.M_TRACES_FAILED}_total", pipeline=pipeline))
     return received, parts
 
 
@@ -54,12 +55,12 @@ async def test_agent_scores_traces_with_the_llm_judge():
     async with FakeOpenAI() as server, llm_agent(server) as agent:
         await send(agent, [healthy(), Request("How much is Pro?", CONTEXTS, "Bananas grow on Mars in winter.")])
         m = await asyncio.to_thread(scrape, agent.metrics_port)
-    assert m.value("ragmon_traces_scored_total", judge="llm") == 2
-    assert m.value("ragmon_score_ratio_count", judge="llm", metric="faithfulness") == 2
+    assert m.value(f"{sc.M_TRACES_SCORED}_total", judge="llm") == 2
+    assert m.value(f"{sc.M_SCORE}_count", judge="llm", metric="faithfulness") == 2
     # healthy: its one sentence is in the contexts; the other is not (the server's default responder)
-    assert m.value("ragmon_score_ratio_bucket", judge="llm", metric="faithfulness", le="0.05") == 1
-    assert m.value("ragmon_judge_requests_total", judge="llm", outcome="ok") == 4  # 2 chat + 2 embeddings
-    assert m.value("ragmon_judge_tokens_total", judge="llm", kind="completion") == 100
+    assert m.value(f"{sc.M_SCORE}_bucket", judge="llm", metric="faithfulness", le="0.05") == 1
+    assert m.value(f"{sc.M_JUDGE_REQUESTS}_total", judge="llm", outcome="ok") == 4  # 2 chat + 2 embeddings
+    assert m.value(f"{sc.M_JUDGE_TOKENS}_total", judge="llm", kind="completion") == 100
     assert len(server.chat_requests) == 2
     assert all(r.headers["Authorization"] == "Bearer sk-e2e" for r in server.chat_requests)
     received, parts = accounted(m)
@@ -76,9 +77,9 @@ async def test_agent_counts_budget_skips_and_judge_failures():
             await send(agent, [healthy(), Request("Is SSO included?", CONTEXTS, "Only in Enterprise."),
                                Request("Refunds?", CONTEXTS, "Within 30 days.")])
             m = await asyncio.to_thread(scrape, agent.metrics_port)
-        assert m.value("ragmon_traces_scored_total", judge="llm") == 1
-        assert m.value("ragmon_traces_skipped_total", reason="budget") == 2
-        assert m.value("ragmon_judge_budget_remaining_tokens", window="day") == 300
+        assert m.value(f"{sc.M_TRACES_SCORED}_total", judge="llm") == 1
+        assert m.value(f"{sc.M_TRACES_SKIPPED}_total", reason="budget") == 2
+        assert m.value(sc.M_JUDGE_BUDGET_REMAINING, window="day") == 300
         assert len(server.chat_requests) == 1
         received, parts = accounted(m)
         assert received == parts == 3
@@ -87,9 +88,9 @@ async def test_agent_counts_budget_skips_and_judge_failures():
         async with llm_agent(server, judge_max_retries=0, judge_circuit_failures=2) as agent:
             await send(agent, [healthy(), contradicting(), Request("Is SSO included?", CONTEXTS, "No.")])
             m = await asyncio.to_thread(scrape, agent.metrics_port)
-        assert m.value("ragmon_traces_failed_total", judge="llm", reason="http_error") == 2
-        assert m.value("ragmon_traces_failed_total", judge="llm", reason="circuit_open") == 1
-        assert m.value("ragmon_judge_circuit_open", judge="llm") == 1
+        assert m.value(f"{sc.M_TRACES_FAILED}_total", judge="llm", reason="http_error") == 2
+        assert m.value(f"{sc.M_TRACES_FAILED}_total", judge="llm", reason="circuit_open") == 1
+        assert m.value(sc.M_JUDGE_CIRCUIT_OPEN, judge="llm") == 1
         received, parts = accounted(m)
         assert received == parts == 3
 
@@ -103,6 +104,6 @@ async def test_retry_after_longer_than_the_agents_fallback_bound_is_honoured():
             await send(agent, [healthy()])
             m = await asyncio.to_thread(scrape, agent.metrics_port)
     assert 2 * 1.0 > 0.2 * (2 + 2)  # the waits exceed the fallback bound
-    assert m.value("ragmon_traces_scored_total", judge="llm") == 1
-    assert m.value("ragmon_traces_failed_total", judge="llm", reason="timeout") == 0
-    assert m.value("ragmon_judge_requests_total", judge="llm", outcome="retry") == 2  # both 429s retried
+    assert m.value(f"{sc.M_TRACES_SCORED}_total", judge="llm") == 1
+    assert m.value(f"{sc.M_TRACES_FAILED}_total", judge="llm", reason="timeout") == 0
+    assert m.value(f"{sc.M_JUDGE_REQUESTS}_total", judge="llm", outcome="retry") == 2  # both 429s retried

@@ -128,7 +128,7 @@ async def test_compact_eval_is_one_chat_call_with_reference_and_citations(server
     assert [STRIPPED, REFERENCE] in embeds  # answer correctness's semantic part
     assert scores.details["calls"] == 3  # 1 chat + 2 embeddings
     assert metrics.registry.get_sample_value(
-        "ragmon_judge_requests_total", {"judge": "llm", "outcome": "ok"}) == 3
+        f"{sc.M_JUDGE_REQUESTS}_total", {"judge": "llm", "outcome": "ok"}) == 3
 
 
 async def test_only_what_the_request_needs_is_asked(server, make_judge):
@@ -175,7 +175,7 @@ async def test_a_reply_missing_the_new_fields_gets_the_repair_attempt(server, ma
     repair = server.chat_requests[1].body["messages"][-1]["content"]
     assert "in_reference" in repair or "reference_claims" in repair
     assert metrics.registry.get_sample_value(
-        "ragmon_judge_requests_total", {"judge": "llm", "outcome": "invalid_reply"}) == 1
+        f"{sc.M_JUDGE_REQUESTS}_total", {"judge": "llm", "outcome": "invalid_reply"}) == 1
     assert scores.get(RECALL) == pytest.approx(0.5)
 
 

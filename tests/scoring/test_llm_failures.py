@@ -80,7 +80,7 @@ async def make_judge(server, metrics, clock):
 
 
 def requests(metrics, outcome):
-    return metrics.registry.get_sample_value("ragmon_judge_requests_total", {"judge": "llm", "outcome": outcome}) or 0
+    return metrics.registry.get_sample_value(f"{sc.M_JUDGE_REQUESTS}_total", {"judge": "llm", "outcome": outcome}) or 0
 
 
 def chat_outcomes(metrics):
@@ -196,7 +196,7 @@ async def test_a_second_bad_reply_fails_as_invalid_reply(server, make_judge, met
     assert info.value.reason == sc.FAIL_INVALID_REPLY
     assert len(server.chat_requests) == 2  # exactly one repair attempt
     assert chat_outcomes(metrics) == {"invalid_reply": 2}
-    tokens = metrics.registry.get_sample_value("ragmon_judge_tokens_total", {"judge": "llm", "kind": "prompt"})
+    tokens = metrics.registry.get_sample_value(f"{sc.M_JUDGE_TOKENS}_total", {"judge": "llm", "kind": "prompt"})
     assert tokens == 200  # failed traces still spent tokens, and they are counted
 
 
@@ -222,7 +222,7 @@ async def test_missing_usage_is_estimated_from_text(server, make_judge, metrics)
     assert scores.completion_tokens == -(-len(json.dumps(GOOD)) // 4)
     assert scores.details["usage_estimated"] is True
     registry = metrics.registry
-    assert registry.get_sample_value("ragmon_judge_tokens_total", {"judge": "llm", "kind": "prompt"}) == (
+    assert registry.get_sample_value(f"{sc.M_JUDGE_TOKENS}_total", {"judge": "llm", "kind": "prompt"}) == (
         scores.prompt_tokens
     )
 
@@ -262,7 +262,7 @@ async def test_circuit_opens_after_consecutive_failures_fails_fast_and_recovers(
     for _ in range(3):
         with pytest.raises(JudgeHTTPError):
             await judge.score(TRACE)
-    assert metrics.registry.get_sample_value("ragmon_judge_circuit_open", gauge) == 1
+    assert metrics.registry.get_sample_value(sc.M_JUDGE_CIRCUIT_OPEN, gauge) == 1
     assert judge.circuit_state == "open"
 
     with pytest.raises(JudgeCircuitOpenError) as info:
@@ -284,7 +284,7 @@ async def test_circuit_opens_after_consecutive_failures_fails_fast_and_recovers(
     scores = await judge.score(TRACE)  # the trial succeeds: closed
     assert scores.get(FAITH) == 1.0
     assert judge.circuit_state == "closed"
-    assert metrics.registry.get_sample_value("ragmon_judge_circuit_open", gauge) == 0
+    assert metrics.registry.get_sample_value(sc.M_JUDGE_CIRCUIT_OPEN, gauge) == 0
 
 
 async def test_429_and_bad_replies_do_not_open_the_circuit(server, make_judge):

@@ -112,10 +112,10 @@ async def test_compact_mode_is_one_chat_call_with_the_ragas_formulas(server, mak
 
     # tokens from usage (chat) + embeddings usage, requests by outcome
     embed_tokens = sum(len(t.replace("?", "").split()) for t in embed[0].body["input"])
-    assert value(metrics, "ragmon_judge_tokens_total", judge="llm", kind="prompt") == 900 + embed_tokens
-    assert value(metrics, "ragmon_judge_tokens_total", judge="llm", kind="completion") == 120
+    assert value(metrics, f"{sc.M_JUDGE_TOKENS}_total", judge="llm", kind="prompt") == 900 + embed_tokens
+    assert value(metrics, f"{sc.M_JUDGE_TOKENS}_total", judge="llm", kind="completion") == 120
     assert scores.prompt_tokens == 900 + embed_tokens and scores.completion_tokens == 120
-    assert value(metrics, "ragmon_judge_requests_total", judge="llm", outcome="ok") == 2
+    assert value(metrics, f"{sc.M_JUDGE_REQUESTS}_total", judge="llm", outcome="ok") == 2
 
 
 async def test_answer_relevancy_uses_the_agents_minilm_embedder(server, make_judge):
@@ -179,7 +179,7 @@ async def test_parity_mode_follows_ragas_call_by_call(server, make_judge, metric
     assert scores.completion_tokens == 40 + 60 + 3 * 20 + 3 * 20
     question_calls = [r for r in server.chat_requests if "Generate one question" in r.body["messages"][0]["content"]]
     assert {r.body["temperature"] for r in question_calls} == {0.7}  # N different questions, as RAGAS
-    assert value(metrics, "ragmon_judge_requests_total", judge="llm", outcome="ok") == 9
+    assert value(metrics, f"{sc.M_JUDGE_REQUESTS}_total", judge="llm", outcome="ok") == 9
 
 
 async def test_parity_mode_noncommittal_if_any_generation_says_so(server, make_judge):
@@ -201,7 +201,7 @@ async def test_identical_content_is_judged_once_within_the_ttl(server, make_judg
     assert len(server.chat_requests) == 1
     assert second.get(FAITH) == first.get(FAITH)
     assert second.details["cached"] is True and second.prompt_tokens == 0
-    assert value(metrics, "ragmon_judge_cache_hits_total", judge="llm") == 1
+    assert value(metrics, f"{sc.M_JUDGE_CACHE_HITS}_total", judge="llm") == 1
 
     await judge.score(trace(answer="A different answer."))
     assert len(server.chat_requests) == 2
@@ -209,7 +209,7 @@ async def test_identical_content_is_judged_once_within_the_ttl(server, make_judg
     clock.advance(61)
     await judge.score(trace(trace_id="03" * 16))
     assert len(server.chat_requests) == 3  # expired
-    assert value(metrics, "ragmon_judge_cache_hits_total", judge="llm") == 1
+    assert value(metrics, f"{sc.M_JUDGE_CACHE_HITS}_total", judge="llm") == 1
 
 
 async def test_failures_are_not_cached(server, make_judge):
@@ -226,8 +226,8 @@ async def test_token_budget_skips_traces_without_calling_and_recovers_next_windo
     judge = make_judge(budget_tokens_per_minute=2_000, budget_tokens_per_day=100_000, wall_clock=wall)
     server.responder = lambda body: Reply.json(COMPACT_REPLY, usage=(1_200, 100))
     await judge.score(trace())
-    assert value(metrics, "ragmon_judge_budget_remaining_tokens", window="minute") < 2_000 - 1_300
-    assert value(metrics, "ragmon_judge_budget_remaining_tokens", window="day") < 100_000 - 1_300
+    assert value(metrics, sc.M_JUDGE_BUDGET_REMAINING, window="minute") < 2_000 - 1_300
+    assert value(metrics, sc.M_JUDGE_BUDGET_REMAINING, window="day") < 100_000 - 1_300
 
     with pytest.raises(JudgeBudgetExceeded) as info:
         await judge.score(trace(answer="Another answer."))
@@ -251,9 +251,9 @@ async def test_long_input_is_cut_to_the_token_budget_and_counted(server, make_ju
     assert payload["question"] == QUESTION
     assert sum(len(t) for t in [*texts, payload["question"], *payload["answer_sentences"].values()]) <= 300 * 4
     assert scores.details["truncated"] is True
-    assert value(metrics, "ragmon_judge_input_truncated_total", judge="llm") == 1
+    assert value(metrics, f"{sc.M_JUDGE_INPUT_TRUNCATED}_total", judge="llm") == 1
     await judge.score(trace())
-    assert value(metrics, "ragmon_judge_input_truncated_total", judge="llm") == 1
+    assert value(metrics, f"{sc.M_JUDGE_INPUT_TRUNCATED}_total", judge="llm") == 1
 
 
 async def test_prompt_injection_in_the_answer_reaches_the_model_only_as_data(server, make_judge):
@@ -297,7 +297,7 @@ async def test_build_judge_from_agent_config(server, metrics):
         # the default responder: the first sentence is in the contexts, the second is not
         assert scores.get(FAITH) == pytest.approx(0.5)
         assert server.chat_requests[0].headers["Authorization"] == "Bearer k"
-        assert value(metrics, "ragmon_judge_budget_remaining_tokens", window="day") < 50_000
+        assert value(metrics, sc.M_JUDGE_BUDGET_REMAINING, window="day") < 50_000
     finally:
         await judge.aclose()
 
@@ -313,7 +313,7 @@ async def test_identical_content_in_flight_at_once_is_judged_once(server, make_j
     first, second = await asyncio.gather(judge.score(trace(trace_id="01" * 16)), judge.score(trace(trace_id="02" * 16)))
     assert len(server.chat_requests) == 1
     assert first.get(FAITH) == second.get(FAITH) == pytest.approx(2 / 3)
-    assert value(metrics, "ragmon_judge_cache_hits_total", judge="llm") == 1
+    assert value(metrics, f"{sc.M_JUDGE_CACHE_HITS}_total", judge="llm") == 1
 
 
 async def test_a_failure_in_flight_fails_the_identical_waiter_too(server, make_judge):
