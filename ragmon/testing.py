@@ -13,13 +13,16 @@ point called in-process, its spans captured and read by the agent's own extracti
 metrics and the same report. ``assert_gate`` raises ``AssertionError`` naming every failed rule.
 
 ``StaticJudge`` is a judge that returns fixed scores: for tests that need the judging path
-without a model (it satisfies ``ragmon.scoring.judge.Judge``).
+without a model (it satisfies ``ragmon.scoring.judge.Judge``). ``InMemorySource`` is a span
+source the test drives itself — it plays the broker: ``source.push(spans, token)`` hands spans to
+the agent and ``source.released`` lists the delivery tokens the agent has released (it satisfies
+``ragmon.ingest.source.SpanSource``).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +30,11 @@ from .evaluation import gate as gates
 from .evaluation.report import run_metrics
 from .evaluation.run import EvalOptions
 from .evaluation.run import evaluate as _evaluate
+from .ingest.source import SpanSink
 from .scoring.judge import CIRCUIT_CLOSED, Judge
-from .types import RagTrace, Scores
+from .types import RagTrace, Scores, SpanRecord
 
-__all__ = ["StaticJudge", "assert_gate", "evaluate"]
+__all__ = ["InMemorySource", "StaticJudge", "assert_gate", "evaluate"]
 
 
 class StaticJudge:
@@ -54,6 +58,37 @@ class StaticJudge:
 
     async def aclose(self) -> None:
         return None
+
+
+class InMemorySource:
+    """A span source driven by the test: spans in with ``push``, released tokens in ``released``."""
+
+    name = "memory"
+    port = None
+
+    def __init__(self) -> None:
+        self.released: list[Hashable] = []
+        self.sink: SpanSink | None = None
+        self.started = False
+
+    async def start(self, sink: SpanSink) -> None:
+        self.sink = sink
+        self.started = True
+
+    async def stop(self) -> None:
+        self.started = False
+
+    def push(self, spans: Sequence[SpanRecord], token: Hashable | None = None) -> None:
+        """Deliver ``spans`` (with an optional delivery token) to the agent, as a broker would."""
+        if self.sink is None:
+            raise RuntimeError("InMemorySource.push before the agent started it")
+        self.sink.submit(spans, token)
+
+    def release(self, token: Hashable) -> None:
+        self.released.append(token)
+
+    def ready(self) -> bool:
+        return self.started
 
 
 def _judge(judge: str | Judge | None) -> Judge | None:

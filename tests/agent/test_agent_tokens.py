@@ -8,31 +8,10 @@ from prometheus_client import CollectorRegistry
 from ragmon import semconv as sc
 from ragmon.agent import Agent
 from ragmon.config import load_agent_config
+from ragmon.testing import InMemorySource
 from ragmon.types import SpanRecord
 from tests.agent.conftest import ScriptedJudge
 from tests.helpers.eventually import eventually
-
-
-class RecordingSource:
-    """A real in-memory SpanSource: the test plays the broker and calls ``agent.submit``."""
-
-    name = "memory"
-
-    def __init__(self) -> None:
-        self.released: list[object] = []
-        self.sink = None
-
-    async def start(self, sink) -> None:
-        self.sink = sink
-
-    async def stop(self) -> None:
-        return None
-
-    def release(self, token) -> None:
-        self.released.append(token)
-
-    def ready(self) -> bool:
-        return True
 
 
 def _span(trace: str, span: str, parent: str | None, answer: str | None = None) -> SpanRecord:
@@ -49,7 +28,7 @@ def _span(trace: str, span: str, parent: str | None, answer: str | None = None) 
 
 
 async def test_delivery_released_only_after_all_its_traces_are_accounted():
-    source = RecordingSource()
+    source = InMemorySource()
     judge = ScriptedJudge(delay_s=0.2)
     config = load_agent_config({"metrics_port": 0, "trace_timeout_s": 30}, environ={})
     agent = Agent(config, registry=CollectorRegistry(), judge=judge, source=source)
@@ -57,22 +36,22 @@ async def test_delivery_released_only_after_all_its_traces_are_accounted():
     try:
         t1, t2 = "a" * 32, "b" * 32
         # message A: children of two traces; message B: root of t1; message C: root of t2
-        agent.submit([_span(t1, "1" * 16, "9" * 16), _span(t2, "2" * 16, "8" * 16)], "A")
+        source.push([_span(t1, "1" * 16, "9" * 16), _span(t2, "2" * 16, "8" * 16)], "A")
         assert source.released == []
-        agent.submit([_span(t1, "9" * 16, None, answer="The price is 5 dollars.")], "B")
+        source.push([_span(t1, "9" * 16, None, answer="The price is 5 dollars.")], "B")
         await eventually(lambda: "B" in source.released, timeout_s=10, what="t1 judged and B released")
         assert "A" not in source.released  # A still holds t2
-        agent.submit([_span(t2, "8" * 16, None, answer="The price is 5 dollars.")], "C")
+        source.push([_span(t2, "8" * 16, None, answer="The price is 5 dollars.")], "C")
         assert await agent.wait_idle(10)
         assert set(source.released) == {"A", "B", "C"}
         # a delivery with only spans of an already-accounted trace is released at once
-        agent.submit([_span(t1, "3" * 16, "9" * 16)], "D")
+        source.push([_span(t1, "3" * 16, "9" * 16)], "D")
         assert "D" in source.released
         # redelivery of a whole accounted trace is recognised and not judged again
-        agent.submit([_span("c" * 32, "4" * 16, None, answer="x")], "E")
+        source.push([_span("c" * 32, "4" * 16, None, answer="x")], "E")
         await agent.wait_idle(10)
         seen_before = len(judge.seen)
-        agent.submit([_span("c" * 32, "4" * 16, None, answer="x")], "F")
+        source.push([_span("c" * 32, "4" * 16, None, answer="x")], "F")
         await agent.wait_idle(10)
         assert len(judge.seen) == seen_before
         get = agent.metrics.registry.get_sample_value
@@ -86,13 +65,13 @@ async def test_delivery_released_only_after_all_its_traces_are_accounted():
 
 
 async def test_backpressure_reports_full_backlog():
-    source = RecordingSource()
+    source = InMemorySource()
     config = load_agent_config({"metrics_port": 0, "judge_backlog": 2, "judge_concurrency": 1}, environ={})
     agent = Agent(config, registry=CollectorRegistry(), judge=ScriptedJudge(delay_s=1.0), source=source)
     await agent.start()
     try:
         for i in range(4):
-            agent.submit([_span(f"{i:032x}", "1" * 16, None, answer="ok answer")], i)
+            source.push([_span(f"{i:032x}", "1" * 16, None, answer="ok answer")], i)
         get = agent.metrics.registry.get_sample_value
         # two traces in flight (one being judged for 1 s, one queued) fill the backlog of 2
         assert await eventually(agent.backpressure, timeout_s=10, what="a full judge backlog") is True
