@@ -1,9 +1,8 @@
 """Capture an in-process app's spans in memory and turn them into ``RagTrace``s the agent's way.
 
-Offline must equal online, so finished SDK spans take the agent's path exactly: they are encoded
-to OTLP protobuf by the OpenTelemetry exporter's own encoder, decoded by ``ingest.otlp`` and
-assembled by ``ingest.extract.build_rag_trace``. (The protobuf message exists only inside
-:func:`to_span_records`, serialized at once.)
+Offline must equal online, so finished SDK spans become exactly the records the agent would
+decode from their OTLP bytes (``ingest.sdk_spans``, which a test holds equal to the exporter's
+encoder + ``ingest.otlp``'s decoder) and are assembled by ``ingest.extract.build_rag_trace``.
 
 Routing concurrent calls: each call runs in a context whose current span is a non-recording,
 *remote* parent with a fresh trace id (:func:`call_context`). Every span the call starts — with
@@ -38,13 +37,12 @@ from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
-from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 
 from .. import semconv as sc
 from ..ingest.extract import build_rag_trace
-from ..ingest.otlp import decode_traces_payload
+from ..ingest.sdk_spans import records_from_sdk_spans
 from ..sdk import setup as sdk_setup
 from ..types import RagTrace, SpanRecord
 from .responses import EVAL_SERVICE
@@ -137,11 +135,10 @@ _RNG = random.SystemRandom()
 
 
 def to_span_records(spans: Sequence[ReadableSpan]) -> list[SpanRecord]:
-    """Finished SDK spans -> ``SpanRecord``s through real OTLP protobuf bytes (the agent's path)."""
-    if not spans:
-        return []
-    payload = encode_spans(spans).SerializeToString()
-    return decode_traces_payload(payload, "otlp_proto").spans
+    """Finished SDK spans -> ``SpanRecord``s: the records the agent decodes from the same spans'
+    OTLP bytes (``ingest.sdk_spans``, tested equal to the protobuf round trip), without the
+    round trip."""
+    return records_from_sdk_spans(spans)
 
 
 def to_rag_trace(spans: Sequence[ReadableSpan]) -> RagTrace | None:

@@ -57,8 +57,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="use this document metadata field as the id the gold set refers to")
     parser.add_argument("--k", type=_ks, default=ir.DEFAULT_KS, metavar="1,3,5,10",
                         help="cut-offs of hit/recall/precision/ndcg/two-hop recall (default 1,3,5,10)")
-    parser.add_argument("--primary-k", type=int, default=5,
-                        help="cut-off of the primary metric per question type, miss classes and composite (default 5)")
+    parser.add_argument("--primary-k", type=int, default=None,
+                        help="cut-off of the primary metric per question type, miss classes and composite "
+                        "(default 5, or the --k value closest to it)")
     parser.add_argument("--judge", choices=("local", "llm", "none"), default="local",
                         help="generation judge: the offline local model, an LLM, or none (retrieval only)")
     parser.add_argument("--judge-base-url", default=None, help="OpenAI-compatible base URL (or RAGMON_JUDGE_BASE_URL)")

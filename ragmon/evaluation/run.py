@@ -39,7 +39,7 @@ class EvalOptions:
     traces: str | None = None
     doc_id_field: str | None = None
     ks: tuple[int, ...] = ir.DEFAULT_KS
-    primary_k: int = 5
+    primary_k: int | None = None  # None: 5 when it is one of ks, else the cut-off closest to 5
     concurrency: int = DEFAULT_CONCURRENCY
     timeout_s: float = DEFAULT_TIMEOUT_S
     judge_concurrency: int = 4
@@ -59,6 +59,8 @@ class EvalOptions:
         sources = [s for s in (self.app, self.responses, self.traces) if s is not None]
         if len(sources) != 1:
             raise ValueError("exactly one of app, responses or traces is required")
+        if self.primary_k is None:
+            object.__setattr__(self, "primary_k", min(self.ks, key=lambda k: (abs(k - 5), k)))
         if self.primary_k not in self.ks:
             raise ValueError(f"the primary k ({self.primary_k}) must be one of --k {','.join(map(str, self.ks))}")
 
@@ -88,7 +90,7 @@ async def evaluate(options: EvalOptions, judge: Judge | None, progress: Progress
     """Run the whole evaluation and return the JSON report (see ``report.build_report``)."""
     golden = golden if golden is not None else load_golden_set(options.evalset)
     observations, stray = await observe(golden, options, progress)
-    scoring = ScoringOptions(ks=options.ks, primary_k=options.primary_k, thresholds=options.thresholds,
+    scoring = ScoringOptions(ks=options.ks, primary_k=_primary_k(options), thresholds=options.thresholds,
                              citation_pattern=options.citation_pattern, judge_concurrency=options.judge_concurrency)
 
     def step(done: int, total: int) -> None:
@@ -101,10 +103,15 @@ async def evaluate(options: EvalOptions, judge: Judge | None, progress: Progress
     problems += [o.problem for o in observations if o.problem is not None]
     problems += stray + judge_problems
     info = RunInfo(evalset=options.evalset, app=_app_label(options), judge=options.judge_label, ks=options.ks,
-                   primary_k=options.primary_k, n_resamples=options.n_resamples, seed=options.seed,
+                   primary_k=_primary_k(options), n_resamples=options.n_resamples, seed=options.seed,
                    worst=options.worst)
     return build_report(results, problems, info, rules=options.rules, baseline=options.baseline,
                         baseline_path=options.baseline_path, significance=options.significance)
+
+
+def _primary_k(options: EvalOptions) -> int:
+    assert options.primary_k is not None  # resolved in EvalOptions.__post_init__
+    return options.primary_k
 
 
 def evaluate_sync(options: EvalOptions, judge: Judge | None, progress: Progress | None = None) -> dict[str, Any]:

@@ -50,7 +50,7 @@ __all__ = [
 CONTENT_TYPE_PROTOBUF = "application/x-protobuf"
 CONTENT_TYPE_JSON = "application/json"
 MAX_ERROR_MESSAGES = 10  # per batch: enough to diagnose, bounded for the response body
-_MAX_ANY_VALUE_DEPTH = 32  # deeper arrays/kvlists are cut off (protobuf allows 100)
+MAX_ANY_VALUE_DEPTH = 32  # deeper arrays/kvlists are cut off (protobuf allows 100)
 
 _FLAG_PARENT_IS_REMOTE = SpanFlags.SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK
 _STATUS_NAMES = {0: "UNSET", 1: "OK", 2: "ERROR"}
@@ -320,7 +320,7 @@ def _any_value(value: AnyValue, depth: int) -> AttrValue:
         return value.double_value
     if which == "bytes_value":
         return bytes(value.bytes_value)
-    if depth >= _MAX_ANY_VALUE_DEPTH:
+    if depth >= MAX_ANY_VALUE_DEPTH:
         return None
     if which == "array_value":
         return [_any_value(item, depth + 1) for item in value.array_value.values]
