@@ -181,9 +181,19 @@ class AgentConfig:
     log_level: str = "info"
     shutdown_grace_s: float = 20.0
 
-    def section(self, cls: type[_Section]) -> _Section:
-        """A stage's frozen settings dataclass, filled from the same-named settings here."""
-        return cls(**{f.name: getattr(self, f.name) for f in dataclasses.fields(cls)})  # type: ignore[arg-type]
+    def section(self, cls: type[_Section], prefix: str = "") -> _Section:
+        """A stage's frozen settings dataclass, each field filled from the setting ``prefix + name``.
+
+        With a ``prefix`` (``judge_``), fields that have no such setting keep their own defaults
+        (tuning knobs the agent does not expose); without one, every field must be a setting.
+        """
+        values = {}
+        for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+            name = prefix + f.name
+            if prefix and name not in SETTINGS_BY_NAME:
+                continue
+            values[f.name] = getattr(self, name)
+        return cls(**values)
 
     def diagnosis_thresholds(self) -> dict[str, float]:
         """Diagnosis threshold per quality metric: these settings for online metrics, else the table's."""

@@ -31,22 +31,4 @@ def llm_settings(config: AgentConfig) -> LlmJudgeSettings:
     from .llm import LlmJudgeSettings
 
     assert config.judge_base_url and config.judge_model  # load_agent_config validated both
-    return LlmJudgeSettings(
-        base_url=config.judge_base_url,
-        model=config.judge_model,
-        api_key=config.judge_api_key,
-        mode=config.judge_mode,
-        embedding_model=config.judge_embedding_model,
-        timeout_s=config.judge_timeout_s,
-        max_retries=config.judge_max_retries,
-        requests_per_minute=config.judge_requests_per_minute,
-        tokens_per_minute=config.judge_tokens_per_minute,
-        budget_tokens_per_minute=config.judge_budget_tokens_per_minute,
-        budget_tokens_per_day=config.judge_budget_tokens_per_day,
-        cache_ttl_s=config.judge_cache_ttl_s,
-        cache_size=config.judge_cache_size,
-        max_input_tokens=config.judge_max_input_tokens,
-        circuit_failures=config.judge_circuit_failures,
-        circuit_reset_s=config.judge_circuit_reset_s,
-        concurrency=config.judge_concurrency,
-    )
+    return config.section(LlmJudgeSettings, prefix="judge_")

@@ -92,3 +92,4 @@ def test_rule_generator_reads_the_table_without_the_ragmon_package() -> None:
     alerts = {rule["alert"] for group in module.rules()["groups"] for rule in group["rules"] if "alert" in rule}
     for m in quality.ONLINE:
         assert f"Ragmon{m.alert}Drop" in alerts and f"Ragmon{m.alert}BelowFloor" in alerts
+
