@@ -1,0 +1,30 @@
+"""Building the golden set that ``ragmon eval`` reads (docs/evaluation.md, "Building a golden set").
+
+* :mod:`.corpus` — a directory of ``.txt``/``.md`` files or JSONL ``{id, title, text}`` rows.
+* :mod:`.chunking` — chunks by tokens of the embedding model's tokenizer: fixed windows with
+  overlap, or paragraph/section packing; title prefix; ids ``doc#start-end`` that map back.
+* :mod:`.grid` / :mod:`.chunking_command` — ``ragmon chunking``: re-chunk, re-index (BM25 or
+  MiniLM, :mod:`.retrievers`) and evaluate each configuration; table, JSON, SVG (:mod:`.plot`).
+* :mod:`.synth` / :mod:`.prompts` — ``ragmon dataset synth``: factoid, adversarial and multi-hop
+  questions from an OpenAI-compatible LLM (the LLM judge's transport), realism filter, dedup,
+  provenance.
+* :mod:`.harvest` — the agent's ``--export-judged`` sink and ``ragmon dataset harvest``.
+* :mod:`.label` — ``ragmon dataset label``: terminal labelling that stops and resumes.
+"""
+
+from __future__ import annotations
+
+from .chunking import Chunk, ChunkingConfig, chunk_corpus, parse_chunk_id
+from .corpus import CorpusDoc, load_corpus
+from .harvest import JudgedSink, harvest
+
+__all__ = [
+    "Chunk",
+    "ChunkingConfig",
+    "CorpusDoc",
+    "JudgedSink",
+    "chunk_corpus",
+    "harvest",
+    "load_corpus",
+    "parse_chunk_id",
+]

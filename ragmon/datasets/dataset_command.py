@@ -1,0 +1,203 @@
+"""``ragmon dataset synth | harvest | label``: build a golden set (docs/evaluation.md).
+
+Exit codes: 0 done, 1 fewer rows than asked for (synth) or nothing to harvest, 2 bad usage or input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, EvalInputError, ModelError
+from ..evaluation.goldenset import load_golden_set
+from .chunking import MODES, ChunkingConfig
+from .corpus import load_corpus
+from .harvest import harvest, read_judged, sink_files
+from .synth import ADVERSARIAL, FACTOID, MULTI_HOP, Synthesizer, SynthOptions
+
+EXIT_OK = 0
+EXIT_SHORT = 1
+EXIT_USAGE = 2
+
+ENV_BASE_URL = "RAGMON_SYNTH_BASE_URL"
+ENV_MODEL = "RAGMON_SYNTH_MODEL"
+ENV_API_KEY = "RAGMON_SYNTH_API_KEY"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="dataset_command", required=True, metavar="{synth,harvest,label}")
+    synth = sub.add_parser("synth", help="generate questions from a corpus with an OpenAI-compatible LLM",
+                           description="Sample chunks of the corpus and ask an LLM for a fact and a question "
+                           "answered by it alone (plus adversarial and multi-hop questions); rate realism, drop "
+                           "near-duplicates, write golden-set rows with their provenance.")
+    synth.add_argument("corpus", help="directory of .txt/.md files, or JSONL {id, title, text}")
+    synth.add_argument("--n", type=int, required=True, help="rows to write")
+    synth.add_argument("--out", type=Path, required=True, metavar="FILE.jsonl", help="golden-set rows (overwritten)")
+    synth.add_argument("--adversarial", action="store_true",
+                       help="add hard questions worded like nearby chunks but answered by one")
+    synth.add_argument("--multi-hop", action="store_true", help="add questions that need two linked chunks")
+    synth.add_argument("--no-factoid", action="store_true", help="only the kinds asked for by the flags above")
+    synth.add_argument("--base-url", default=None, help=f"OpenAI-compatible base URL (or {ENV_BASE_URL}, "
+                       "else RAGMON_JUDGE_BASE_URL)")
+    synth.add_argument("--model", default=None, help=f"generator chat model (or {ENV_MODEL})")
+    synth.add_argument("--judge-model", default=None,
+                       help="the model that will judge this golden set, for the self-judging warning "
+                       "(default RAGMON_JUDGE_MODEL)")
+    synth.add_argument("--rater-model", default=None, help="model that rates realism (default: the generator)")
+    synth.add_argument("--min-realism", type=int, default=4, help="keep questions rated at least this, 1-5 "
+                       "(default 4; 0 = no rating)")
+    synth.add_argument("--dedup-threshold", type=float, default=0.9,
+                       help="drop a question this similar (MiniLM cosine) to a kept one (default 0.9)")
+    synth.add_argument("--chunk-size", type=int, default=256, help="chunk size in tokens (default 256)")
+    synth.add_argument("--chunk-mode", choices=MODES, default="paragraph", help="chunking mode (default paragraph)")
+    synth.add_argument("--no-title", action="store_true", help="do not prefix chunks with the document title")
+    synth.add_argument("--seed", type=int, default=0, help="chunk sampling seed (default 0)")
+    synth.add_argument("--temperature", type=float, default=0.7, help="generation temperature (default 0.7)")
+    synth.add_argument("--concurrency", type=int, default=4, help="LLM calls at once (default 4)")
+    synth.add_argument("--timeout", type=float, default=60.0, help="seconds per LLM request (default 60)")
+    synth.add_argument("--max-retries", type=int, default=4, help="retries on 429/5xx/timeouts (default 4)")
+    synth.add_argument("--stats", type=Path, default=None, metavar="FILE.json", help="write the run's counts")
+    synth.set_defaults(func=run_synth)
+
+    harvest_p = sub.add_parser("harvest", help="sample judged production traces into unlabelled candidates",
+                               description="Read the agent's --export-judged files and draw a sample stratified by "
+                               "pipeline, verdict and score band; the retrieved ids become candidate gold documents.")
+    harvest_p.add_argument("judged", help="the agent's --export-judged PATH (its rotated files are read too), "
+                           "or a directory of them")
+    harvest_p.add_argument("--n", type=int, required=True, help="candidates to draw")
+    harvest_p.add_argument("--out", type=Path, required=True, metavar="CANDIDATES.jsonl")
+    harvest_p.add_argument("--seed", type=int, default=0)
+    harvest_p.add_argument("--max-docs", type=int, default=10, help="retrieved ids kept per candidate (default 10)")
+    harvest_p.add_argument("--allocation", choices=("balanced", "proportional"), default="balanced",
+                           help="strata take turns (balanced, default) or get shares of their size")
+    harvest_p.set_defaults(func=run_harvest)
+
+    label = sub.add_parser("label", help="label candidates in the terminal; appends to the golden set; resumable",
+                           description="Walk through candidates: confirm or pick the gold documents, accept or "
+                           "write the reference answer, set type and difficulty, or skip. q quits; the same "
+                           "command resumes.")
+    label.add_argument("candidates", help="candidate rows (ragmon dataset harvest --out)")
+    label.add_argument("--out", type=Path, required=True, metavar="GOLDEN.jsonl", help="golden set to append to")
+    label.set_defaults(func=run_label)
+
+
+def run(args: argparse.Namespace) -> int:
+    return int(args.func(args))
+
+
+def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    tmp.replace(path)
+
+
+def synth_settings(args: argparse.Namespace) -> Any:
+    from ..scoring.llm import LlmJudgeSettings
+
+    base_url = args.base_url or os.environ.get(ENV_BASE_URL) or os.environ.get("RAGMON_JUDGE_BASE_URL")
+    model = args.model or os.environ.get(ENV_MODEL)
+    if not base_url or not base_url.startswith(("http://", "https://")):
+        raise ConfigError(f"--base-url / {ENV_BASE_URL}", f"an http(s) URL is required, got {base_url!r}")
+    if not model:
+        raise ConfigError(f"--model / {ENV_MODEL}", "the generator model is required")
+    api_key = os.environ.get(ENV_API_KEY) or os.environ.get("RAGMON_JUDGE_API_KEY")
+    return LlmJudgeSettings(base_url=base_url, model=model, api_key=api_key, timeout_s=args.timeout,
+                            max_retries=args.max_retries, concurrency=max(1, args.concurrency),
+                            max_completion_tokens=512)
+
+
+def run_synth(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    kinds = tuple(k for k, on in ((FACTOID, not args.no_factoid), (ADVERSARIAL, args.adversarial),
+                                  (MULTI_HOP, args.multi_hop)) if on)
+    try:
+        settings = synth_settings(args)
+        options = SynthOptions(
+            n=args.n, kinds=kinds, generator_model=settings.model,
+            judge_model=args.judge_model or os.environ.get("RAGMON_JUDGE_MODEL"), rater_model=args.rater_model,
+            min_realism=args.min_realism, dedup_threshold=args.dedup_threshold,
+            chunking=ChunkingConfig(args.chunk_size, 0, args.chunk_mode, not args.no_title), seed=args.seed,
+            temperature=args.temperature,
+        )
+        docs = load_corpus(args.corpus)
+    except (ConfigError, EvalInputError, ValueError) as exc:
+        print(f"ragmon dataset synth: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+    async def go() -> Any:
+        async with Synthesizer(settings, options) as synthesizer:
+            return await synthesizer.run(docs)
+
+    try:
+        result = asyncio.run(go())
+        _write_jsonl(args.out, result.rows)
+        stats = result.stats.as_dict()
+        if args.stats is not None:
+            args.stats.write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
+    except (ModelError, EvalInputError) as exc:
+        print(f"ragmon dataset synth: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as exc:
+        print(f"ragmon dataset synth: cannot write output: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    for warning in stats["warnings"]:
+        print(f"warning: {warning}", file=sys.stderr)
+    dropped = ", ".join(f"{k} {v}" for k, v in stats["dropped"].items()) or "none"
+    kinds_line = ", ".join(f"{k} {v}" for k, v in stats["by_kind"].items())
+    print(f"wrote {stats['written']} of {stats['requested']} rows to {args.out} ({kinds_line}); "
+          f"{stats['candidates']} candidates; dropped: {dropped}")
+    print(f"realism ratings: {stats['realism'] or '–'}; {stats['llm_calls']} LLM calls, "
+          f"{stats['prompt_tokens']} prompt + {stats['completion_tokens']} completion tokens"
+          f"{' (estimated)' if stats['tokens_estimated'] else ''}")
+    if stats["stopped"]:
+        print(f"stopped early: {stats['stopped']}", file=sys.stderr)
+    return EXIT_OK if stats["written"] >= stats["requested"] else EXIT_SHORT
+
+
+def run_harvest(args: argparse.Namespace) -> int:
+    try:
+        files = sink_files(args.judged)
+        if not files:
+            raise EvalInputError(f"no judged-trace file at {args.judged!r}")
+        rows, summary = harvest(read_judged(files), args.n, seed=args.seed, max_docs=args.max_docs,
+                                allocation=args.allocation)
+        _write_jsonl(args.out, rows)
+    except (EvalInputError, ValueError) as exc:
+        print(f"ragmon dataset harvest: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as exc:
+        print(f"ragmon dataset harvest: cannot write output: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"{summary['candidates']} candidate(s) from {summary['traces']} judged trace(s) in {len(files)} file(s) "
+          f"-> {args.out}")
+    for stratum, count in sorted(summary["picked"].items()):
+        print(f"  {stratum}: {count} of {summary['strata'][stratum]}")
+    if summary["skipped"]:
+        print("  skipped: " + ", ".join(f"{k} {v}" for k, v in summary["skipped"].items()))
+    return EXIT_OK if rows else EXIT_SHORT
+
+
+def run_label(args: argparse.Namespace) -> int:
+    from .label import Labeller
+
+    try:
+        candidates = load_golden_set(args.candidates)
+    except EvalInputError as exc:
+        print(f"ragmon dataset label: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    for problem in candidates.problems:
+        print(f"ragmon dataset label: line {problem.line}: {problem.message}", file=sys.stderr)
+    Labeller(candidates.rows, args.out).run()
+    return EXIT_OK
+
+
+__all__ = ["add_arguments", "run"]

@@ -1,0 +1,234 @@
+"""``ragmon dataset synth`` against the OpenAI-protocol test server over real HTTP (the one stand-in
+the house allows), with the real MiniLM embedder for distractors and deduplication."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ragmon.cli import main
+from ragmon.datasets import prompts as sp
+from ragmon.datasets.chunking import ChunkingConfig, parse_chunk_id
+from ragmon.datasets.corpus import load_corpus
+from ragmon.datasets.synth import Synthesizer, SynthOptions, self_judging_warning
+from ragmon.evaluation.goldenset import load_golden_set
+from ragmon.scoring.llm import LlmJudgeSettings
+from tests.fakes.openai_server import FakeOpenAI, Reply, fenced_payload
+
+SMALL = ChunkingConfig(48, 0, "paragraph")
+
+
+def _task(body: dict[str, Any]) -> str:
+    system = body["messages"][0]["content"]
+    for name, task in (("fact", sp.FACT_TASK), ("adversarial", sp.ADVERSARIAL_TASK),
+                       ("multi_hop", sp.MULTI_HOP_TASK), ("realism", sp.REALISM_TASK)):
+        if system.startswith(task.splitlines()[0]):
+            return name
+    raise AssertionError(f"unknown prompt: {system[:80]}")
+
+
+def _words(text: str, n: int) -> str:
+    return " ".join(re.findall(r"[A-Za-z0-9]+", text)[:n])
+
+
+def make_responder(rating: Callable[[str], int] = lambda q: 5,
+                   question: Callable[[str], str] | None = None) -> Callable[[dict[str, Any]], Reply]:
+    def respond(body: dict[str, Any]) -> Reply:
+        if body["messages"][-1]["role"] == "user" and body["messages"][-1]["content"].startswith("Your reply"):
+            body = {**body, "messages": body["messages"][:2]}  # the repair attempt: answer the original task
+        task, payload = _task(body), fenced_payload(body)
+        if task == "fact":
+            sentence = re.split(r"(?<=\.)\s", payload["passage"].strip().lstrip("#").strip())[0]
+            q = question(sentence) if question else f"Is it true that {_words(sentence, 12).lower()}?"
+            return Reply.json({"fact": sentence, "question": q})
+        if task == "adversarial":
+            return Reply.json({"question": f"Does {_words(payload['distractor_1'], 6)} explain that "
+                                           f"{_words(payload['fact'], 8).lower()}?", "distractor_terms": []})
+        if task == "multi_hop":
+            return Reply.json({"question": f"Which place links {_words(payload['passage_1'], 4)} and "
+                                           f"{_words(payload['passage_2'], 4)} through {payload['shared']}?",
+                               "answer": payload["shared"], "fact_1": payload["passage_1"][:60],
+                               "fact_2": payload["passage_2"][:60]})
+        return Reply.json({"rating": rating(payload["question"]), "reason": "scripted"})
+
+    return respond
+
+
+@pytest.fixture
+async def server() -> Any:
+    async with FakeOpenAI() as s:
+        s.responder = make_responder()
+        yield s
+
+
+def _settings(server: FakeOpenAI, **kw: Any) -> LlmJudgeSettings:
+    base = {"base_url": server.base_url, "model": "gen-model", "backoff_base_s": 0.01, "backoff_max_s": 0.05,
+            "concurrency": 1, "max_completion_tokens": 256}
+    return LlmJudgeSettings(**{**base, **kw})
+
+
+async def _synth(server: FakeOpenAI, corpus: Path, **kw: Any) -> Any:
+    settings = _settings(server, **kw.pop("settings", {}))
+    options = SynthOptions(**{"n": 3, "chunking": SMALL, "min_chunk_tokens": 8, **kw})
+    async with Synthesizer(settings, options) as synthesizer:
+        return await synthesizer.run(load_corpus(corpus))
+
+
+async def test_rows_carry_gold_chunk_fact_and_provenance(server: FakeOpenAI, corpus_dir: Path,
+                                                         tmp_path: Path) -> None:
+    result = await _synth(server, corpus_dir, n=3, judge_model="gpt-judge")
+    assert len(result.rows) == 3 and result.stats.written == 3
+    docs = {d.id: d for d in load_corpus(corpus_dir)}
+    for row in result.rows:
+        (chunk_id,) = row["ground_truth_docs"]
+        doc_id, start, end = parse_chunk_id(chunk_id)
+        assert row["ground_truth_answer"] in docs[doc_id].text[start:end] or \
+            row["ground_truth_answer"] in docs[doc_id].text  # the fact comes from the gold chunk
+        assert row["question_type"] == "factoid" and row["question"].endswith("?")
+        meta = row["meta"]
+        assert meta["source"] == "synthetic" and meta["kind"] == "factoid"
+        assert meta["generator_model"] == "gen-model" and meta["prompt_version"] == sp.FACT_VERSION
+        assert meta["realism"] == 5 and meta["realism_model"] == "gen-model"
+        assert meta["realism_prompt_version"] == sp.REALISM_VERSION
+        assert meta["source_docs"] == [doc_id]
+        assert meta["chunking"] == {"size": 48, "overlap": 0, "mode": "paragraph", "title_prefix": True}
+    # the rows are a valid golden set: no problems, no unknown keys
+    path = tmp_path / "golden.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in result.rows))
+    golden = load_golden_set(path)
+    assert len(golden.rows) == 3 and not golden.problems and not golden.warnings
+    # JSON mode over the wire: the strict schema first; tokens from the replies' usage
+    first = server.chat_requests[0].body
+    assert first["response_format"]["type"] == "json_schema"
+    assert first["response_format"]["json_schema"]["name"] == "fact_question"
+    assert result.stats.usage.calls == 6 and result.stats.usage.prompt_tokens == 600
+    assert result.stats.warnings == []
+
+
+async def test_malformed_json_gets_one_repair_then_is_counted(server: FakeOpenAI, corpus_dir: Path) -> None:
+    server.enqueue(Reply.text('{"fact": "Refunds are paid", "question": '),  # truncated: repaired below
+                   Reply.text("Sure! Here is a question about refunds."),  # no JSON at all ...
+                   Reply.text('{"fact": 3}'))  # ... and the repair is wrong too: the candidate is dropped
+    result = await _synth(server, corpus_dir, n=2)
+    assert result.stats.written == 2
+    assert result.stats.dropped["invalid_reply"] == 1
+    repair = [r.body for r in server.chat_requests if r.body["messages"][-1]["content"].startswith("Your reply")]
+    assert len(repair) == 2 and "truncated" in repair[0]["messages"][-1]["content"]
+
+
+async def test_refusals_and_declines_are_dropped_and_counted(server: FakeOpenAI, corpus_dir: Path) -> None:
+    refusal_body = json.dumps({  # OpenAI's refusal shape: content null, the refusal text beside it
+        "id": "chatcmpl-r", "object": "chat.completion", "created": 0, "model": "gen-model",
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": None, "refusal": "I can't help with that."}}]})
+    server.enqueue(Reply.raw(refusal_body), Reply.raw(refusal_body),
+                   Reply.text("I'm sorry, but I can't assist with that request."),
+                   Reply.text("I'm sorry, I still can't."),
+                   Reply.json({"fact": None, "question": None}))
+    result = await _synth(server, corpus_dir, n=2)
+    assert result.stats.dropped["invalid_reply"] == 2
+    assert result.stats.dropped["declined"] == 1
+    assert result.stats.written == 2  # the run goes on with other chunks
+
+
+async def test_retries_429_with_retry_after_and_5xx(server: FakeOpenAI, corpus_dir: Path) -> None:
+    server.enqueue(Reply.error(429, retry_after="0"), Reply.error(503))
+    result = await _synth(server, corpus_dir, n=1)
+    assert result.stats.written == 1 and not result.stats.dropped
+    first_three = server.chat_requests[:3]
+    assert first_three[0].body == first_three[1].body == first_three[2].body  # the same request, retried twice
+    assert _task(first_three[0].body) == "fact"
+
+
+async def test_a_server_without_json_schema_gets_json_object(server: FakeOpenAI, corpus_dir: Path) -> None:
+    server.reject_formats = {"json_schema"}
+    result = await _synth(server, corpus_dir, n=2)
+    assert result.stats.written == 2 and not result.stats.dropped
+    formats = [r.body.get("response_format", {}).get("type") for r in server.chat_requests]
+    assert formats[0] == "json_schema" and set(formats[1:]) == {"json_object"}  # remembered for later calls
+
+
+async def test_realism_filter_drops_low_rated_rows(server: FakeOpenAI, corpus_dir: Path) -> None:
+    server.responder = make_responder(rating=lambda q: 2 if "warranty" in q or "kettle" in q else 4)
+    result = await _synth(server, corpus_dir, n=20, min_realism=4)
+    assert result.stats.dropped["low_realism"] >= 1
+    assert result.stats.realism[2] == result.stats.dropped["low_realism"]
+    assert all(r["meta"]["realism"] == 4 for r in result.rows)
+    assert not any("warranty" in r["question"] or "kettle" in r["question"] for r in result.rows)
+    # min_realism 0: no rating calls at all, nothing dropped for realism
+    before = len(server.chat_requests)
+    unrated = await _synth(server, corpus_dir, n=20, min_realism=0)
+    assert all(_task(r.body) == "fact" for r in server.chat_requests[before:])
+    assert "low_realism" not in unrated.stats.dropped and unrated.rows[0]["meta"]["realism"] is None
+
+
+async def test_near_duplicate_questions_are_dropped(server: FakeOpenAI, corpus_dir: Path) -> None:
+    questions = iter(["How long do refunds take to reach my card?", "How long do refunds take to reach my card",
+                      "How long does a refund take to reach my card?", "Which countries does Northwind ship to?"])
+    server.responder = make_responder(question=lambda s: next(questions, "Where is the warehouse?"))
+    result = await _synth(server, corpus_dir, n=3)
+    kept = [r["question"] for r in result.rows]
+    assert kept[0] == "How long do refunds take to reach my card?"
+    assert "How long do refunds take to reach my card" not in kept  # same words
+    assert "How long does a refund take to reach my card?" not in kept  # MiniLM cosine >= 0.9
+    assert result.stats.dropped["duplicate"] == 2
+
+
+async def test_adversarial_rows_use_distractors_from_other_documents(server: FakeOpenAI, corpus_dir: Path) -> None:
+    result = await _synth(server, corpus_dir, n=2, kinds=("adversarial",))
+    assert result.stats.written == 2
+    for row in result.rows:
+        meta = row["meta"]
+        assert row["difficulty"] == "hard" and meta["kind"] == "adversarial"
+        assert meta["prompt_version"] == sp.ADVERSARIAL_VERSION and meta["fact_prompt_version"] == sp.FACT_VERSION
+        target_doc = parse_chunk_id(row["ground_truth_docs"][0])[0]
+        assert 1 <= len(meta["distractors"]) <= 2
+        assert all(parse_chunk_id(d)[0] != target_doc for d in meta["distractors"])
+        assert meta["distractor_terms"]
+    adversarial = [r.body for r in server.chat_requests if _task(r.body) == "adversarial"]
+    assert {"target_passage", "fact", "distractor_1"} <= set(fenced_payload(adversarial[0]))
+
+
+async def test_multi_hop_rows_fill_hops(server: FakeOpenAI, corpus_dir: Path) -> None:
+    result = await _synth(server, corpus_dir, n=1, kinds=("multi_hop",), chunking=ChunkingConfig(256, 0, "paragraph"))
+    (row,) = result.rows
+    assert row["question_type"] == "multi_hop" and row["meta"]["kind"] == "multi_hop"
+    first, second = row["hops"]
+    assert row["ground_truth_docs"] == [first[0], second[0]]
+    assert parse_chunk_id(first[0])[0] != parse_chunk_id(second[0])[0]
+    assert row["meta"]["bridge"] in ("leipzig", "northwind")
+    assert row["ground_truth_answer"] == row["meta"]["bridge"]
+
+
+def test_self_judging_warning_text() -> None:
+    assert self_judging_warning("gpt-4o", "gpt-4o-mini") is None
+    assert self_judging_warning("gpt-4o", None) is None
+    assert "also the judge model" in (self_judging_warning("openai/GPT-4o", "gpt-4o") or "")
+
+
+async def test_cli_writes_rows_and_warns_when_generator_judges(server: FakeOpenAI, corpus_dir: Path, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    out, stats = tmp_path / "synth.jsonl", tmp_path / "stats.json"
+    monkeypatch.setenv("RAGMON_JUDGE_MODEL", "qwen-7b")
+    args = ["dataset", "synth", str(corpus_dir), "--n", "2", "--out", str(out), "--base-url", server.base_url,
+            "--model", "qwen-7b", "--chunk-size", "48", "--stats", str(stats)]
+    assert await asyncio.to_thread(main, args) == 0
+    captured = capsys.readouterr()
+    assert "warning: the generator model 'qwen-7b' is also the judge model" in captured.err
+    assert "wrote 2 of 2 rows" in captured.out
+    assert len(load_golden_set(out).rows) == 2
+    assert json.loads(stats.read_text())["warnings"]
+    assert await asyncio.to_thread(main, [*args, "--judge-model", "llama-70b"]) == 0
+    assert "warning" not in capsys.readouterr().err
+    # no model at all: a usage error, not a traceback
+    monkeypatch.delenv("RAGMON_SYNTH_MODEL", raising=False)
+    no_model = ["dataset", "synth", str(corpus_dir), "--n", "2", "--out", str(out), "--base-url", server.base_url]
+    assert await asyncio.to_thread(main, no_model) == 2
+    assert "generator model is required" in capsys.readouterr().err
