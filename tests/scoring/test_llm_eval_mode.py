@@ -6,15 +6,12 @@ import hashlib
 
 import numpy as np
 import pytest
-from prometheus_client import CollectorRegistry
 
 from ragmon import semconv as sc
-from ragmon.export.metrics import AgentMetrics
 from ragmon.scoring import prompts as p
 from ragmon.scoring.judge import EvalJudge, EvalRequest
-from ragmon.scoring.llm import LlmJudge
 from ragmon.types import Document, RagTrace
-from tests.fakes.openai_server import FakeOpenAI, Reply, fenced_payload, hashed_embedding
+from tests.fakes.openai_server import Reply, fenced_payload, hashed_embedding
 
 RECALL = sc.METRIC_CONTEXT_RECALL
 CORRECTNESS = sc.METRIC_ANSWER_CORRECTNESS
@@ -42,32 +39,6 @@ def trace(answer=CITED_ANSWER, contexts=CONTEXTS, question=QUESTION) -> RagTrace
 def hashed_cosine(a: str, b: str) -> float:
     x, y = np.array(hashed_embedding(a)), np.array(hashed_embedding(b))
     return float(x @ y / (np.linalg.norm(x) * np.linalg.norm(y)))
-
-
-@pytest.fixture
-async def server():
-    async with FakeOpenAI() as s:
-        yield s
-
-
-@pytest.fixture
-def metrics():
-    return AgentMetrics(CollectorRegistry())
-
-
-@pytest.fixture
-async def make_judge(server, metrics):
-    judges: list[LlmJudge] = []
-
-    def make(**kw) -> LlmJudge:
-        kw.setdefault("embedding_model", "fake-embed")
-        judge = LlmJudge(base_url=server.base_url, model="judge-model", metrics=metrics, **kw)
-        judges.append(judge)
-        return judge
-
-    yield make
-    for judge in judges:
-        await judge.aclose()
 
 
 def test_the_online_compact_prompt_is_unchanged():

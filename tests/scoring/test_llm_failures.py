@@ -11,7 +11,6 @@ import json
 import random
 
 import pytest
-from prometheus_client import CollectorRegistry
 
 from ragmon import semconv as sc
 from ragmon.errors import (
@@ -22,7 +21,6 @@ from ragmon.errors import (
     JudgeReplyError,
     JudgeTimeoutError,
 )
-from ragmon.export.metrics import AgentMetrics
 from ragmon.scoring.llm import FORMAT_JSON_OBJECT, FORMAT_NONE, LlmJudge
 from ragmon.types import Document, RagTrace
 from tests.fakes.clock import ManualClock
@@ -42,17 +40,6 @@ TRACE = RagTrace(
     answer="Paris is the capital of France.",
     documents=(Document("a", "Paris is the capital of France.", rank=0), Document("b", "Bananas.", rank=1)),
 )
-
-
-@pytest.fixture
-async def server():
-    async with FakeOpenAI() as s:
-        yield s
-
-
-@pytest.fixture
-def metrics():
-    return AgentMetrics(CollectorRegistry())
 
 
 @pytest.fixture

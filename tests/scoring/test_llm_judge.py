@@ -8,19 +8,17 @@ import logging
 from typing import Any
 
 import pytest
-from prometheus_client import CollectorRegistry
 
 from ragmon import semconv as sc
 from ragmon.config import load_agent_config
 from ragmon.errors import JudgeBudgetExceeded, JudgeHTTPError
-from ragmon.export.metrics import AgentMetrics
 from ragmon.scoring import prompts as p
 from ragmon.scoring.factory import build_judge
 from ragmon.scoring.judge import Judge
 from ragmon.scoring.llm import LlmJudge
 from ragmon.types import Document, RagTrace, Scores
 from tests.fakes.clock import ManualClock
-from tests.fakes.openai_server import FakeOpenAI, Reply, fenced_payload
+from tests.fakes.openai_server import Reply, fenced_payload
 
 FAITH = sc.METRIC_FAITHFULNESS
 RELEVANCY = sc.METRIC_ANSWER_RELEVANCY
@@ -46,32 +44,6 @@ COMPACT_REPLY: dict[str, Any] = {
     "questions": [QUESTION, "Which city is the capital of France?"],
     "noncommittal": False,
 }
-
-
-@pytest.fixture
-async def server():
-    async with FakeOpenAI() as s:
-        yield s
-
-
-@pytest.fixture
-def metrics():
-    return AgentMetrics(CollectorRegistry())
-
-
-@pytest.fixture
-async def make_judge(server, metrics):
-    judges: list[LlmJudge] = []
-
-    def make(**kw) -> LlmJudge:
-        kw.setdefault("embedding_model", "fake-embed")
-        judge = LlmJudge(base_url=server.base_url, model="judge-model", metrics=metrics, **kw)
-        judges.append(judge)
-        return judge
-
-    yield make
-    for judge in judges:
-        await judge.aclose()
 
 
 def value(metrics, name, **labels):
