@@ -26,6 +26,7 @@ OUTPUT = HERE / "dashboards" / "ragmon.json"
 UID = "ragmon-quality"
 DS = {"type": "prometheus", "uid": "${datasource}"}
 SP = 'service=~"$service", pipeline=~"$pipeline"'
+RAG_ONLY = 'pipeline!="_not_rag"'  # the agent's label for traces that are not RAG requests (skipped not_rag)
 
 
 def _load_rules_generator() -> Any:
@@ -430,7 +431,9 @@ def traffic_rows(lay: Layout) -> None:
         timeseries(
             "Traces: received, sampled, scored",
             [
-                target(f"sum(rate(ragmon_traces_received_total{{{SP}}}[$__rate_interval]))", "received", "A"),
+                # traces that are not RAG requests (index building, health checks) are not traffic
+                target(f"sum(rate(ragmon_traces_received_total{{{SP}, {RAG_ONLY}}}[$__rate_interval]))",
+                       "received", "A"),
                 target(f"sum(rate(ragmon_traces_sampled_total{{{SP}}}[$__rate_interval]))", "sampled", "B"),
                 target(f"sum(rate(ragmon_traces_scored_total{{{SP}}}[$__rate_interval]))", "scored", "C"),
                 target(f"sum(rate(ragmon_traces_failed_total{{{SP}}}[$__rate_interval]))", "failed", "D"),
@@ -833,7 +836,8 @@ def variables() -> list[dict[str, Any]]:
             "refresh": 1,
         },
         query_var("service", "label_values(ragmon_traces_received_total, service)"),
-        query_var("pipeline", 'label_values(ragmon_traces_received_total{service=~"$service"}, pipeline)'),
+        query_var("pipeline",
+                  f'label_values(ragmon_traces_received_total{{service=~"$service", {RAG_ONLY}}}, pipeline)'),
         {
             "name": "token_price",
             "label": "Price per 1000 judge tokens",

@@ -92,8 +92,9 @@ async def test_spans_without_rag_attributes_are_accounted_not_judged() -> None:
         assert await agent.wait_idle(20)
         s = await asyncio.to_thread(scrape, agent.metrics_port)
     assert response.status_code == 200
-    assert s.value(f"{sc.M_TRACES_RECEIVED}_total", service="plain-svc", pipeline="GET /health") == 1
-    assert s.value(f"{sc.M_TRACES_SKIPPED}_total", service="plain-svc", reason=sc.SKIP_NO_CONTENT) == 1
+    # not a RAG request: received under the reserved pipeline label, skipped as not_rag
+    assert s.value(f"{sc.M_TRACES_RECEIVED}_total", service="plain-svc", pipeline=sc.NOT_RAG_PIPELINE_LABEL) == 1
+    assert s.value(f"{sc.M_TRACES_SKIPPED}_total", service="plain-svc", reason=sc.SKIP_NOT_RAG) == 1
     assert s.value(f"{sc.M_TRACES_SCORED}_total", service="plain-svc") == 0
     assert s.value(f"{sc.M_RETRIEVAL_LATENCY}_count", service="plain-svc") == 0
 
