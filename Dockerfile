@@ -1,6 +1,8 @@
 # syntax=docker/dockerfile:1
 # ragmon agent image: `docker build -t ragmon .` then
-#   docker run -p 4318:4318 -p 9464:9464 ragmon [--flags]   (flags/env: see `ragmon agent --help`)
+#   docker run -p 9464:9464 ragmon --source kafka ...   (flags/env: see `ragmon agent --help`)
+# The OTLP receiver stays on loopback unless you open it with TLS or a bearer token
+# (docs/security.md):  -e RAGMON_RECEIVER_HOST=0.0.0.0 -e RAGMON_RECEIVER_BEARER_TOKEN=... -p 4318:4318
 # Multi-stage: dependencies are installed into a virtualenv in the build stage; the runtime
 # stage copies only that virtualenv (no pip cache, no sources, no compilers) and runs as a
 # non-root user. The local judge's model (all-MiniLM-L6-v2 int8 ONNX) comes with the
@@ -30,11 +32,13 @@ RUN groupadd --system --gid 10001 ragmon \
     && useradd --system --uid 10001 --gid ragmon --no-create-home --home-dir /nonexistent \
        --shell /usr/sbin/nologin ragmon
 COPY --from=build /opt/ragmon /opt/ragmon
-# Inside a container the agent must listen on all interfaces (its default is 127.0.0.1).
+# The metrics port listens on all interfaces so Prometheus and the kubelet reach it: /metrics,
+# /healthz and /readyz carry no trace content, and /worst (question/answer text) answers 403 there
+# unless RAGMON_METRICS_BEARER_TOKEN is set. The OTLP receiver keeps its loopback default: beyond
+# loopback it needs TLS or a bearer token, or the agent refuses to start (docs/security.md).
 ENV PATH=/opt/ragmon/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \
-    RAGMON_RECEIVER_HOST=0.0.0.0 \
     RAGMON_METRICS_HOST=0.0.0.0
 USER 10001:10001
 WORKDIR /tmp

@@ -23,12 +23,13 @@ $(VENV)/.ragmon-dev: pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@ $(VENV)/.ragmon-agent
 
-## Services the tests start themselves: Prometheus/Alertmanager (Debian) and Apache Kafka jars (Maven).
+## Services the tests start themselves: Prometheus/Alertmanager (Debian), Apache Kafka jars (Maven), tmux (ragmon dataset label's terminal test).
 services:
 	bash scripts/install-prometheus.sh
 	command -v java >/dev/null && command -v mvn >/dev/null || \
 		{ apt-get update && apt-get install -y --no-install-recommends openjdk-17-jre-headless maven; }
 	bash scripts/kafka-broker.sh fetch
+	command -v tmux >/dev/null || { apt-get update && apt-get install -y --no-install-recommends tmux; }
 
 lint: dev-install
 	$(BIN)/ruff check ragmon tests bench

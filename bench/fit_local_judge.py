@@ -106,7 +106,7 @@ def persist_embeddings(judge: LocalJudge, path: Path) -> Callable[[], None]:
             flat, ids = data["tokens"], data["ids"]
             for k, (text, vec) in enumerate(zip(data["texts"].tolist(), data["vecs"], strict=True)):
                 store[text] = (vec, TokenStates(flat[offs[k] : offs[k + 1]], ids[offs[k] : offs[k + 1]]))
-    embedder = judge._embedder
+    embedder = judge._analyser.encoder._embedder
     original = embedder.embed_with_tokens
 
     def embed_with_tokens(texts: Sequence[str], *, tokens: bool = True) -> tuple[np.ndarray, list[TokenStates]]:
@@ -350,8 +350,8 @@ def topic_traces(
     fold = group_folds([r["id"] for r in rows], folds)
     sentences = list(dict.fromkeys(c for r in rows for c in r["contexts"]))
     index = {c: i for i, c in enumerate(sentences)}
-    vecs, _ = judge._embedder.embed_with_tokens(sentences, tokens=False)
-    qvecs, _ = judge._embedder.embed_with_tokens([r["question"] for r in rows], tokens=False)
+    vecs, _ = judge._analyser.encoder._embedder.embed_with_tokens(sentences, tokens=False)
+    qvecs, _ = judge._analyser.encoder._embedder.embed_with_tokens([r["question"] for r in rows], tokens=False)
     out = []
     for i, r in enumerate(rows):
         rng = random.Random(f"{SEED}:topic:{r['id']}")
@@ -776,43 +776,24 @@ def main(argv: list[str] | None = None) -> int:
 def write_coefficients(
     claim: Logistic, answer: Logistic, context: CtxModel, faith_thr: float, ctx_thr: float
 ) -> None:
+    """Replace the claim-support and context-relevance blocks of ``local_coefficients.py``.
+
+    The answer-level faithfulness and answer-relevancy models are fitted across all dev sets by
+    ``bench/judge_fidelity.py --fit --write-coefficients``; this RAGTruth-QA-only fit no longer
+    writes them (``answer`` and ``faith_thr`` are reported, not shipped)."""
+    import re as _re
+
     assert context.gate is not None
+    del answer, faith_thr
+
     def block(name: str, weights: dict[str, float]) -> str:
-        lines = [f"{name}: dict[str, float] = {{"]
-        lines += [f'    "{k}": {v!r},' for k, v in weights.items()]
-        return "\n".join([*lines, "}"])
+        return "\n".join([f"{name}: dict[str, float] = {{", *[f'    "{k}": {v!r},' for k, v in weights.items()], "}"])
 
-    text = f'''"""Coefficients of the local judge's logistic models (plain numbers, no pickle).
-
-Written by ``bench/fit_local_judge.py --write-coefficients``; see docs/judges.md for how they
-were fitted and the held-out agreement they reach. Edit by refitting, not by hand.
-"""
-
-# Per-claim support: sigmoid(bias + sum(w * feature)), fitted on claim labels derived from the
-# annotated hallucination spans of RAGTruth QA.
-{block("CLAIM_WEIGHTS", claim.raw_weights())}
-
-# Answer-level faithfulness from aggregates of the per-claim evidence.
-{block("ANSWER_WEIGHTS", answer.raw_weights())}
-
-# Per-context relevance = sigmoid(CONTEXT_WEIGHTS . x) * sigmoid(TOPIC_WEIGHTS . x): which
-# sentence answers (fitted on WikiQA sentence labels) times whether the context is on topic at
-# all (fitted on WikiQA sentences against synthetic retrieval misses: other questions' sentences).
-{block("CONTEXT_WEIGHTS", context.ranker.raw_weights())}
-
-{block("TOPIC_WEIGHTS", context.gate.raw_weights())}
-
-# Thresholds chosen on out-of-fold scores of the fitting data (faithfulness: the score below
-# which the same share of answers is flagged as the share unfaithful; context: best balanced
-# accuracy, synthetic misses included). Held-out numbers are in docs/judges.md.
-FAITHFULNESS_THRESHOLD = {round(faith_thr, 4)!r}
-CONTEXT_THRESHOLD = {round(ctx_thr, 4)!r}
-
-# Answer relevancy: cosine(question, answer) mapped linearly onto [0, 1] between these
-# (not fitted: the dev data has no answer-relevance labels).
-RELEVANCY_COS_LOW = 0.15
-RELEVANCY_COS_HIGH = 0.6
-'''
+    text = COEF_FILE.read_text(encoding="utf-8")
+    for name, weights in (("CLAIM_WEIGHTS", claim.raw_weights()), ("CONTEXT_WEIGHTS", context.ranker.raw_weights()),
+                          ("TOPIC_WEIGHTS", context.gate.raw_weights())):
+        text = _re.sub(rf"{name}: dict\[str, float\] = \{{.*?\n\}}", block(name, weights), text, flags=_re.S)
+    text = _re.sub(r"CONTEXT_THRESHOLD = [0-9.]+", f"CONTEXT_THRESHOLD = {round(ctx_thr, 4)!r}", text)
     COEF_FILE.write_text(text, encoding="utf-8")
 
 

@@ -41,6 +41,10 @@ def _load_rules_generator() -> Any:
 
 R = _load_rules_generator()
 W, B, LW = R.WINDOW, R.BASELINE, R.LATENCY_WINDOW
+# Quality panels read the rate stream only, like the rules: priority-sampled traces (errors, negative
+# feedback, slow or weak retrievals) are chosen for being bad and have their own panels.
+RATE = R.RATE_STREAM
+PRIORITY = R.PRIORITY_STREAM
 
 
 class Layout:
@@ -210,9 +214,9 @@ def heatmap(title: str, expr: str, desc: str) -> dict[str, Any]:
 
 
 def quality_rows(lay: Layout) -> None:
-    lay.row("Quality: score means (1h window vs 7d baseline)")
+    lay.row("Quality: score means (1h window vs 7d baseline, rate-sampled traces)")
     for m in R.QUALITY_METRICS:
-        sel = f'{SP}, metric="{m.name}"'
+        sel = f'{SP}, metric="{m.name}", {RATE}'
         lay.add(
             timeseries(
                 f"{m.title.capitalize()} mean",
@@ -234,7 +238,8 @@ def quality_rows(lay: Layout) -> None:
                 unit="percentunit",
                 minmax=(0, 1),
                 steps=((None, "red"), (m.floor, "green")),
-                desc=f"Mean {m.title} of judged traces. Dashed line: the absolute floor alert "
+                desc=f"Mean {m.title} of rate-sampled judged traces (the unbiased stream; priority-sampled traces "
+                f"have their own panels). Dashed line: the absolute floor alert "
                 f"(Ragmon{m.alert}BelowFloor). Dots are exemplars: click one to open its trace.",
             ),
             8,
@@ -255,19 +260,34 @@ def quality_rows(lay: Layout) -> None:
                 unit="none",
                 steps=((None, "green"), (R.DROP_WARNING, "orange"), (R.DROP_CRITICAL, "red")),
                 desc=f"{B} mean minus {W} mean. Dashed lines: Ragmon{m.alert}Drop warning and critical "
-                f"(needs {R.MIN_SCORED_WINDOW} scored traces in {W}).",
+                f"(also needs the drop to be significant, z > {R.DROP_Z:g}, and {R.MIN_SCORED_WINDOW} scored "
+                f"traces in {W}).",
             ),
             8,
             6,
         )
+    lay.add(
+        timeseries(
+            f"Drop significance (Welch z, {W} vs {B})",
+            [target(f"ragmon:score_ratio:drop_z{W}{{{SP}}}", "{{service}}/{{pipeline}} {{metric}} ({{judge}})", "A")],
+            unit="none",
+            steps=((None, "transparent"), (R.DROP_Z, "orange")),
+            desc=f"How many standard errors the {W} mean lies below the {B} mean, from the scores' variance and "
+            f"counts (Welch). Noise stays below the dashed line ({R.DROP_Z:g}, two-sided alpha {R.DROP_ALPHA:g}); "
+            "a drop alert needs both this and the drop size.",
+        ),
+        24,
+        6,
+    )
     lay.row("Quality: score distributions")
     for m in R.QUALITY_METRICS:
         lay.add(
             heatmap(
                 f"{m.title.capitalize()} distribution",
-                f'sum by (le) (increase(ragmon_score_ratio_bucket{{{SP}, metric="{m.name}"}}[$__rate_interval]))',
-                f"Histogram of {m.title} scores over time (buckets of 0.05). A second mode at the bottom is a "
-                "population of bad answers; exemplars link to example traces.",
+                f'sum by (le) (increase(ragmon_score_ratio_bucket{{{SP}, metric="{m.name}", {RATE}}}'
+                "[$__rate_interval]))",
+                f"Histogram of rate-sampled {m.title} scores over time (buckets of 0.05). A second mode at the "
+                "bottom is a population of bad answers; exemplars link to example traces.",
             ),
             8,
             8,
@@ -347,6 +367,83 @@ def diagnosis_rows(lay: Layout) -> None:
         ),
         12,
         8,
+    )
+
+
+def priority_rows(lay: Layout) -> None:
+    """Priority-sampled traces: the ones to explain, kept out of every mean and alert above."""
+    lay.row("Priority-sampled traces (errors, negative feedback, slow or weak retrievals)")
+    lay.add(
+        timeseries(
+            "Priority-sampled traces: mean score",
+            [
+                target(
+                    f"sum by (metric) (rate(ragmon_score_ratio_sum{{{SP}, {PRIORITY}}}[$__rate_interval]))\n"
+                    f"/ sum by (metric) (rate(ragmon_score_ratio_count{{{SP}, {PRIORITY}}}[$__rate_interval]))",
+                    "{{metric}}",
+                    "A",
+                    exemplar=True,
+                )
+            ],
+            unit="percentunit",
+            minmax=(0, 1),
+            desc="Mean scores of the traces judged because a priority rule picked them, not the rate. They are "
+            "chosen for being bad, so they never enter the quality means or drop alerts; open them in /worst or "
+            "through the exemplars.",
+        ),
+        12,
+        7,
+    )
+    lay.add(
+        timeseries(
+            "Priority-sampled traces per second by rule",
+            [
+                target(
+                    f'sum by (reason) (rate(ragmon_traces_sampled_total{{{SP}, reason=~"priority_.*"}}'
+                    "[$__rate_interval]))",
+                    "{{reason}}",
+                    "A",
+                )
+            ],
+            unit="reqps",
+            desc="How many traces each priority rule sends to the judge (on top of the rate sample).",
+        ),
+        12,
+        7,
+    )
+
+
+def sampling_rows(lay: Layout) -> None:
+    """Power-based sampling: the rate each pipeline is judged at and the drop that sample can detect."""
+    lay.row("Sampling: judging rate and detectable drop")
+    lay.add(
+        timeseries(
+            "Judging rate per pipeline",
+            [target(f"max by (service, pipeline) (ragmon_sample_rate_ratio{{{SP}}})", "{{service}}/{{pipeline}}",
+                    "A")],
+            unit="percentunit",
+            desc="Share of a pipeline's traces sent to the judge by the rate (fixed, or chosen by power-based "
+            "sampling with --detect-drop: the least rate that detects the target drop within the window).",
+        ),
+        12,
+        7,
+    )
+    lay.add(
+        timeseries(
+            "Detectable drop per pipeline",
+            [
+                target(f"avg by (service, pipeline) (ragmon_detectable_drop_ratio{{{SP}}})",
+                       "{{service}}/{{pipeline}}", "A"),
+                target("max(ragmon_detect_target_drop_ratio) > 0", "target (--detect-drop)", "B"),
+            ],
+            unit="none",
+            steps=((None, "transparent"), (R.DROP_WARNING, "orange")),
+            desc="The smallest drop in a mean score that the pipeline's rate sample detects within the window "
+            "(alpha and power as configured). Above the target: RagmonDetectionTargetMissed. Dashed line: the "
+            f"warning drop size ({R.DROP_WARNING:g}).",
+        ),
+        12,
+        7,
     )
 
 
@@ -848,10 +945,20 @@ def variables() -> list[dict[str, Any]]:
     ]
 
 
+RELEASE_LABELS = "service, pipeline, app_version, prompt_version, model"
+RELEASE_NEW = "10m"
+RELEASE_ANNOTATION = (
+    f'group by ({RELEASE_LABELS}) (ragmon_release_info{{service=~"$service", pipeline=~"$pipeline"}})\n'
+    f"unless\ngroup by ({RELEASE_LABELS}) (ragmon_release_info offset {RELEASE_NEW})"
+)
+
+
 def dashboard() -> dict[str, Any]:
     lay = Layout()
     quality_rows(lay)
     diagnosis_rows(lay)
+    priority_rows(lay)
+    sampling_rows(lay)
     latency_rows(lay)
     traffic_rows(lay)
     judge_rows(lay)
@@ -890,6 +997,20 @@ def dashboard() -> dict[str, Any]:
                     "step": "60s",
                     "titleFormat": "{{alertname}}",
                     "textFormat": "{{severity}} {{service}}/{{pipeline}}",
+                    "useValueForTime": False,
+                },
+                {
+                    # a release (app version, prompt version, model) seen for the first time in the last
+                    # RELEASE_NEW: drawn where it appeared, so a drop lines up with the release behind it
+                    "name": "ragmon releases",
+                    "enable": True,
+                    "iconColor": "purple",
+                    "datasource": DS,
+                    "expr": RELEASE_ANNOTATION,
+                    "step": "60s",
+                    "titleFormat": "release {{service}}/{{pipeline}}",
+                    "textFormat": "app {{app_version}} · prompt {{prompt_version}} · model {{model}}",
+                    "tagKeys": "service,pipeline",
                     "useValueForTime": False,
                 },
             ]

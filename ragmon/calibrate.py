@@ -20,7 +20,7 @@ from typing import Any, TextIO
 
 from .calibration.dataset import LabelledRow, RowError, read_rows
 from .calibration.report import Scored, build_report, format_table
-from .errors import JudgeError
+from .errors import ConfigError, JudgeError
 from .scoring.judge import Judge
 from .types import Document, RagTrace
 
@@ -44,6 +44,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--k", type=int, default=5, help="cut-off of NDCG@k for per-context labels (default 5)")
     parser.add_argument("--concurrency", type=int, default=4, help="rows scored at once (default 4)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.add_argument("--fit", type=Path, default=None, metavar="PROFILE.json",
+                        help="fit the local judge to these labels (cross-validated) and write a judge profile")
+    parser.add_argument("--judge-profile", type=Path, default=None, metavar="PROFILE.json",
+                        help="score with a local judge profile written by --fit (or RAGMON_JUDGE_PROFILE)")
 
 
 class Progress:
@@ -92,15 +96,17 @@ def make_judge(args: argparse.Namespace) -> Judge:
     """The judge to measure; configuration errors raise ConfigError / ModelError."""
     from .config import load_agent_config
 
+    profile = getattr(args, "judge_profile", None)
     config = load_agent_config({
         "judge": args.judge,
         "judge_base_url": args.judge_base_url,
         "judge_model": args.judge_model,
+        "judge_profile": str(profile) if profile is not None else None,
     })
     if args.judge == "local":
         from .scoring.local import LocalJudge
 
-        return LocalJudge(config.judge_model_path, config.judge_model_sha256)
+        return LocalJudge(config.judge_model_path, config.judge_model_sha256, profile=config.judge_profile)
     from .scoring.factory import build_judge
 
     return build_judge(config, metrics=None)
@@ -167,7 +173,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"ragmon calibrate: {path}: no usable labelled row", file=sys.stderr)
         return 1
 
-    judge = make_judge(args)
+    try:
+        judge = make_judge(args)
+    except ConfigError as exc:  # a profile for another judge version, a malformed profile: one line
+        print(f"ragmon calibrate: {exc}", file=sys.stderr)
+        return 2
+    if args.fit is not None:
+        return run_fit(args, judge, rows)
     progress = Progress(len(rows), enabled=not args.no_progress)
     started = time.monotonic()
     scored, failures = asyncio.run(score_rows(judge, rows, args.concurrency, progress))
@@ -208,3 +220,33 @@ def run(args: argparse.Namespace) -> int:
         args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
         print(f"report written to {args.out}")
     return 0 if scored else 1
+
+
+def run_fit(args: argparse.Namespace, judge: Judge, rows: list[LabelledRow]) -> int:
+    """``--fit PROFILE.json``: cross-validated refit of the local judge on ``rows``."""
+    from .calibration.fit import TooFewLabels, fit_profile, format_fits
+    from .scoring.local import LocalJudge
+    from .scoring.local._profile import save_profile
+
+    if not isinstance(judge, LocalJudge):
+        print("ragmon calibrate: --fit fits the local judge; use --judge local", file=sys.stderr)
+        return 2
+    started = time.monotonic()
+    try:
+        profile, fits, refused = fit_profile(judge, rows, boot=args.bootstrap, seed=args.seed)
+    except TooFewLabels as exc:
+        print(f"ragmon calibrate: too few labels to fit: {exc}", file=sys.stderr)
+        return 2
+    for message in refused:
+        print(f"ragmon calibrate: not fitted: {message}", file=sys.stderr)
+    print(f"\n{args.file.name}: {len(rows)} rows, local judge refitted in {time.monotonic() - started:.1f}s")
+    print(format_fits(fits))
+    save_profile(profile, args.fit)
+    print(f"profile written to {args.fit} (use it with --judge-profile {args.fit})")
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps({"file": str(args.file), "fits": [
+            {"metric": f.metric, "n": f.n, "failures": f.failures, "default": f.default, "refit": f.refit,
+             "gain_ci95": list(f.gain_ci95), "learning_curve": f.curve} for f in fits],
+            "refused": refused}, indent=2) + "\n", encoding="utf-8")
+    return 0

@@ -1,4 +1,4 @@
-"""``ragmon agent | demo | calibrate | eval | version``.
+"""``ragmon agent | demo | calibrate | eval | dataset | chunking | version``.
 
 Every agent flag is generated from ``ragmon.config.AGENT_SETTINGS`` so that flags, env
 vars and the README's table cannot drift apart. Flags default to None so that the
@@ -128,6 +128,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     eval_command.add_arguments(evaluate)
     evaluate.set_defaults(func=eval_command.run)
+
+    from .datasets import chunking_command, dataset_command
+
+    dataset = sub.add_parser(
+        "dataset", help="build a golden set: synth (LLM) | harvest (production) | label (terminal)",
+        description="Build the golden set ragmon eval reads: generate questions from a corpus, harvest judged "
+        "production traces into candidates, label candidates in the terminal (docs/evaluation.md).",
+    )
+    dataset_command.add_arguments(dataset)
+    dataset.set_defaults(func=dataset_command.run)
+
+    chunking = sub.add_parser(
+        "chunking", help="grid-search chunk size/overlap/mode against a golden set (Recall@k, NDCG@k)",
+        description="Re-chunk the corpus, re-index it (BM25 or MiniLM) and evaluate every configuration "
+        "against the golden set; print the table with the best row marked, write JSON and an SVG plot.",
+    )
+    chunking_command.add_arguments(chunking)
+    chunking.set_defaults(func=chunking_command.run)
 
     version = sub.add_parser("version", help="print the version")
     version.set_defaults(func=_cmd_version)

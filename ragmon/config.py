@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from . import env, quality
+from . import doc_ids, env, quality
 from . import semconv as sc
 from .errors import ConfigError
 
@@ -82,6 +83,37 @@ def parse_rate_map(text: str) -> Mapping[str, float]:
     return out
 
 
+def parse_rename_rules(text: str) -> Mapping[str, str]:
+    """``"RetrieverQueryEngine\\..*=docs-qa;RunnableSequence=support"`` -> ordered REGEX -> NAME
+    rules (``;`` or newlines between rules; the last ``=`` splits a rule; each regex compiled here)."""
+    out: dict[str, str] = {}
+    for item in str(text).replace("\n", ";").split(";"):
+        if not item.strip():
+            continue
+        pattern, sep, name = item.strip().rpartition("=")
+        if not sep or not pattern or not name.strip():
+            raise ValueError(f"expected REGEX=NAME rules separated by ';', got {item.strip()!r}")
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"bad regex {pattern!r}: {exc}") from exc
+        out[pattern] = name.strip()
+    return out
+
+
+_DURATION_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_duration_s(text: str) -> float:
+    """``"1h"``, ``"30m"``, ``"90s"``, ``"1d"`` or plain seconds -> seconds (> 0)."""
+    value = str(text).strip().lower()
+    unit = _DURATION_UNITS.get(value[-1:]) if value else None
+    seconds = float(value[:-1]) * unit if unit is not None else float(value)
+    if not seconds > 0 or seconds == float("inf"):
+        raise ValueError(f"must be a positive duration such as 1h, 30m or 900, got {text!r}")
+    return seconds
+
+
 def parse_str(text: str) -> str:
     return str(text)
 
@@ -114,17 +146,28 @@ class AgentConfig:
     receiver_host: str = "127.0.0.1"
     receiver_port: int = 4318
     receiver_max_body_bytes: int = 16 * 1024 * 1024
+    receiver_read_timeout_s: float = 30.0
+    receiver_tls_cert_file: str | None = None
+    receiver_tls_key_file: str | None = None
+    receiver_tls_client_ca_file: str | None = None
+    receiver_bearer_token: str | None = None
     # metrics / health server
     metrics_host: str = "127.0.0.1"
     metrics_port: int = 9464
     metrics_max_label_values: int = 200
+    metrics_tls_cert_file: str | None = None
+    metrics_tls_key_file: str | None = None
+    metrics_bearer_token: str | None = None
+    insecure_allow_unauthenticated_bind: bool = False
     # assembly
     trace_timeout_s: float = 10.0
     max_open_traces: int = 50_000
     max_spans_per_trace: int = 2_000
     root_grace_s: float = 0.0
-    max_buffered_bytes: int = 512 * 1024 * 1024
+    max_buffered_bytes: int = 128 * 1024 * 1024
+    max_text_chars: int = 200_000
     latency_window_s: float = 300.0
+    latency_max_s: float = 3600.0
     # sampling
     sample_rate: float = 1.0
     pipeline_sample_rates: Mapping[str, float] = field(default_factory=dict)
@@ -133,6 +176,14 @@ class AgentConfig:
     priority_slow_retrieval_s: float | None = None
     priority_min_top_score: float | None = None
     dedup_size: int = 100_000
+    # power-based sampling (ragmon/scoring/power.py): off while detect_drop is None
+    detect_drop: float | None = None
+    detect_within_s: float = 3600.0
+    detect_power: float = 0.8
+    detect_alpha: float = 0.05
+    detect_min_rate: float = 0.0
+    detect_max_rate: float = 1.0
+    detect_replicas: int = 1
     # judge
     judge: str = "local"
     judge_concurrency: int = 4
@@ -155,6 +206,7 @@ class AgentConfig:
     judge_embedding_model: str | None = None  # None: the agent's own MiniLM embedder
     judge_model_path: str | None = None
     judge_model_sha256: str | None = None
+    judge_profile: str | None = None  # local judge: weights/thresholds fitted by `ragmon calibrate --fit`
     # diagnosis / error analysis: one diagnosis_<metric>_threshold per online metric of the
     # quality table (ragmon/quality.py); the settings are generated from it, a test checks both agree
     diagnosis_faithfulness_threshold: float = quality.BY_NAME[sc.METRIC_FAITHFULNESS].threshold
@@ -162,6 +214,13 @@ class AgentConfig:
     diagnosis_context_precision_threshold: float = quality.BY_NAME[sc.METRIC_CONTEXT_PRECISION].threshold
     worst_size: int = 50
     worst_max_chars: int = 500
+    # extraction: how a trace's pipeline and documents are named (ragmon/ingest/extract)
+    pipeline_attribute: str | None = None
+    pipeline_rename: Mapping[str, str] = field(default_factory=dict)
+    doc_id_keys: tuple[str, ...] = doc_ids.METADATA_ID_KEYS
+    # judged traces for the golden set (ragmon dataset harvest)
+    export_judged: str | None = None
+    export_judged_max_bytes: int = 100 * 1024 * 1024
     # kafka
     kafka_bootstrap_servers: str = "127.0.0.1:9092"
     kafka_topics: tuple[str, ...] = ("otlp_spans",)
@@ -180,6 +239,7 @@ class AgentConfig:
     # process
     log_level: str = "info"
     shutdown_grace_s: float = 20.0
+    shutdown_final_scrape_s: float = 0.0
 
     def section(self, cls: type[_Section], prefix: str = "") -> _Section:
         """A stage's frozen settings dataclass, each field filled from the setting ``prefix + name``.
@@ -219,6 +279,7 @@ class Setting:
     help: str
     secret: bool = False
     choices: tuple[str, ...] | None = None
+    extra_aliases: tuple[str, ...] = ()  # more flags for the same setting (--within for --detect-within-s)
 
     @property
     def flag(self) -> str:
@@ -229,7 +290,7 @@ class Setting:
     def aliases(self) -> tuple[str, ...]:
         """Older flag spelled after the setting name (--sample-rate), still accepted."""
         short = "--" + self.name.replace("_", "-")
-        return () if short == self.flag else (short,)
+        return (() if short == self.flag else (short,)) + self.extra_aliases
 
     @property
     def default(self) -> Any:
@@ -254,15 +315,26 @@ AGENT_SETTINGS: tuple[Setting, ...] = (
     _s("receiver_host", "RAGMON_RECEIVER_HOST", parse_str, "OTLP/HTTP receiver bind address."),
     _s("receiver_port", "RAGMON_RECEIVER_PORT", parse_port, "OTLP/HTTP receiver port (POST /v1/traces)."),
     _s("receiver_max_body_bytes", "RAGMON_RECEIVER_MAX_BODY_BYTES", parse_positive_int, "Largest accepted request body after decompression."),
+    _s("receiver_read_timeout_s", "RAGMON_RECEIVER_READ_TIMEOUT_S", parse_positive_float, "A request body must arrive within this many seconds, else 408 and the connection is closed."),
+    _s("receiver_tls_cert_file", "RAGMON_RECEIVER_TLS_CERT_FILE", parse_optional_str, "PEM server certificate (chain) for the OTLP receiver: serve HTTPS (empty = plain HTTP)."),
+    _s("receiver_tls_key_file", "RAGMON_RECEIVER_TLS_KEY_FILE", parse_optional_str, "PEM private key of the receiver's certificate."),
+    _s("receiver_tls_client_ca_file", "RAGMON_RECEIVER_TLS_CLIENT_CA_FILE", parse_optional_str, "PEM CA bundle: require client certificates signed by it (mutual TLS; empty = off)."),
+    _s("receiver_bearer_token", "RAGMON_RECEIVER_BEARER_TOKEN", parse_optional_str, "Require 'Authorization: Bearer <token>' on OTLP exports (empty = off; never logged).", secret=True),
     _s("metrics_host", "RAGMON_METRICS_HOST", parse_str, "Bind address for /metrics, /healthz, /readyz and /worst."),
     _s("metrics_port", "RAGMON_METRICS_PORT", parse_port, "Port for /metrics, /healthz, /readyz and /worst."),
-    _s("metrics_max_label_values", "RAGMON_METRICS_MAX_LABEL_VALUES", parse_positive_int, "Distinct service/pipeline values kept as labels; later ones become '_other'."),
+    _s("metrics_max_label_values", "RAGMON_METRICS_MAX_LABEL_VALUES", parse_positive_int, "Distinct (service, pipeline) pairs kept as labels; later pairs become ('_other', '_other')."),
+    _s("metrics_tls_cert_file", "RAGMON_METRICS_TLS_CERT_FILE", parse_optional_str, "PEM server certificate for the metrics port: serve HTTPS (empty = plain HTTP)."),
+    _s("metrics_tls_key_file", "RAGMON_METRICS_TLS_KEY_FILE", parse_optional_str, "PEM private key of the metrics port's certificate."),
+    _s("metrics_bearer_token", "RAGMON_METRICS_BEARER_TOKEN", parse_optional_str, "Require 'Authorization: Bearer <token>' on endpoints that serve trace content (/worst); /metrics, /healthz, /readyz stay open.", secret=True),
+    _s("insecure_allow_unauthenticated_bind", "RAGMON_INSECURE_ALLOW_UNAUTHENTICATED_BIND", parse_bool, "Waiver: let the receiver listen beyond loopback without TLS or a token, and serve /worst unauthenticated on a non-loopback metrics port."),
     _s("trace_timeout_s", "RAGMON_ASSEMBLER_TRACE_TIMEOUT_S", parse_positive_float, "Close a trace whose root span never arrives after this many seconds without new spans."),
     _s("max_open_traces", "RAGMON_ASSEMBLER_MAX_OPEN_TRACES", parse_positive_int, "Bound on traces being assembled; the oldest is closed early and counted when full."),
     _s("max_spans_per_trace", "RAGMON_ASSEMBLER_MAX_SPANS_PER_TRACE", parse_positive_int, "Spans kept per trace; extra spans are dropped and counted."),
     _s("max_buffered_bytes", "RAGMON_ASSEMBLER_MAX_BUFFERED_BYTES", parse_positive_int, "Bound on span data held by open traces (document text is heavy); the least recently active traces are closed early and counted when over it."),
     _s("root_grace_s", "RAGMON_ASSEMBLER_ROOT_GRACE_S", parse_nonnegative_float, "Keep a trace open this long after its root span for late children (cross-process traces, Kafka without trace-id keys)."),
+    _s("max_text_chars", "RAGMON_ASSEMBLER_MAX_TEXT_CHARS", parse_positive_int, "Text kept per trace for the judge: question, answer and documents (in rank order) are cut to this many characters in all; bounds the judge's memory per trace."),
     _s("latency_window_s", "RAGMON_LATENCY_WINDOW_S", parse_positive_float, "Sliding window for the exact P95 latency gauges."),
+    _s("latency_max_s", "RAGMON_LATENCY_MAX_S", parse_positive_float, "Latencies above this (or negative: clock skew, bogus timestamps) are not observed but counted as dropped{reason=invalid_timestamp}."),
     _s("sample_rate", "RAGMON_SAMPLER_RATE", parse_rate, "Share of traces sent to the judge (deterministic on trace id)."),
     _s("pipeline_sample_rates", "RAGMON_SAMPLER_PIPELINE_RATES", parse_rate_map, "Per-pipeline judge rates, e.g. 'checkout=0.05,search=0.5'."),
     _s("priority_errors", "RAGMON_SAMPLER_PRIORITY_ERRORS", parse_bool, "Always judge traces whose RAG spans ended in error."),
@@ -270,9 +342,16 @@ AGENT_SETTINGS: tuple[Setting, ...] = (
     _s("priority_slow_retrieval_s", "RAGMON_SAMPLER_PRIORITY_SLOW_RETRIEVAL_S", parse_optional_float, "Always judge traces whose retrieval took longer than this (empty = off)."),
     _s("priority_min_top_score", "RAGMON_SAMPLER_PRIORITY_MIN_TOP_SCORE", parse_optional_float, "Always judge traces whose best retrieval score is below this (empty = off)."),
     _s("dedup_size", "RAGMON_SAMPLER_DEDUP_SIZE", parse_nonnegative_int, "Trace ids remembered to recognise redelivered traces (0 = off)."),
+    _s("detect_drop", "RAGMON_SAMPLER_DETECT_DROP", parse_optional_float, "Power-based sampling: judge each pipeline just often enough to detect a drop this large in a mean score (e.g. 0.05) within --within; replaces the fixed rates (empty = off: fixed rates)."),
+    _s("detect_within_s", "RAGMON_SAMPLER_DETECT_WITHIN", parse_duration_s, "Power-based sampling: the window the drop must be detectable in (the drop alerts' window, 1h).", extra_aliases=("--within",)),
+    _s("detect_power", "RAGMON_SAMPLER_DETECT_POWER", _float_in(0.5, 0.999), "Power-based sampling: probability of detecting a drop of --detect-drop.", extra_aliases=("--power",)),
+    _s("detect_alpha", "RAGMON_SAMPLER_DETECT_ALPHA", _float_in(0.0001, 0.5), "Power-based sampling: significance level (two-sided) of the drop test; keep it equal to DROP_ALPHA of the alert rules.", extra_aliases=("--alpha",)),
+    _s("detect_min_rate", "RAGMON_SAMPLER_DETECT_MIN_RATE", parse_rate, "Power-based sampling: lowest judging rate of any pipeline."),
+    _s("detect_max_rate", "RAGMON_SAMPLER_DETECT_MAX_RATE", parse_rate, "Power-based sampling: highest judging rate of any pipeline (keep it at or below the SDK's content rate)."),
+    _s("detect_replicas", "RAGMON_SAMPLER_DETECT_REPLICAS", parse_positive_int, "Power-based sampling: agent replicas that share each pipeline's traffic (Kafka consumers, sidecars behind one pipeline)."),
     _s("judge", "RAGMON_JUDGE", _choice("local", "llm"), "Judge: offline local model, or an LLM over an OpenAI-compatible API.", choices=("local", "llm")),
     _s("judge_concurrency", "RAGMON_JUDGE_CONCURRENCY", parse_positive_int, "Traces judged at once."),
-    _s("judge_backlog", "RAGMON_JUDGE_BACKLOG", parse_positive_int, "Sampled traces waiting for the judge; when full the source is paused (Kafka) or traces are skipped (backlog_full)."),
+    _s("judge_backlog", "RAGMON_JUDGE_BACKLOG", parse_positive_int, "Sampled traces waiting for the judge; when full (or when an export's traces would not fit) the Kafka source pauses and the OTLP receiver answers 503 Retry-After."),
     _s("judge_timeout_s", "RAGMON_JUDGE_TIMEOUT_S", parse_positive_float, "Timeout for one judge request."),
     _s("judge_base_url", "RAGMON_JUDGE_BASE_URL", parse_optional_str, "OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1."),
     _s("judge_model", "RAGMON_JUDGE_MODEL", parse_optional_str, "Chat model name for the LLM judge."),
@@ -291,9 +370,15 @@ AGENT_SETTINGS: tuple[Setting, ...] = (
     _s("judge_embedding_model", "RAGMON_JUDGE_EMBEDDING_MODEL", parse_optional_str, "Embedding model for answer relevancy via POST {base_url}/embeddings (empty = the agent's built-in MiniLM)."),
     _s("judge_model_path", "RAGMON_JUDGE_MODEL_PATH", parse_optional_str, "Local judge ONNX model file (default: the bundled all-MiniLM-L6-v2 int8)."),
     _s("judge_model_sha256", "RAGMON_JUDGE_MODEL_SHA256", parse_optional_str, "Expected sha256 of the local model file (default: the bundled model's)."),
+    _s("judge_profile", "RAGMON_JUDGE_PROFILE", parse_optional_str, "Local judge profile (JSON from `ragmon calibrate --fit`): combination and thresholds fitted to your domain."),
     *(_s(f"diagnosis_{m.name}_threshold", f"RAGMON_DIAGNOSIS_{m.name.upper()}_THRESHOLD", parse_rate, _threshold_help(m)) for m in quality.ONLINE),
     _s("worst_size", "RAGMON_WORST_SIZE", parse_nonnegative_int, "Worst recently scored traces kept for /worst."),
     _s("worst_max_chars", "RAGMON_WORST_MAX_CHARS", parse_nonnegative_int, "Most characters of question/answer text shown per trace in /worst."),
+    _s("pipeline_attribute", "RAGMON_PIPELINE_ATTRIBUTE", parse_optional_str, "Span (or resource) attribute that names the pipeline when neither ragmon.pipeline nor gen_ai.workflow.name does; then traceloop.workflow.name, then the root span's name."),
+    _s("pipeline_rename", "RAGMON_PIPELINE_RENAME", parse_rename_rules, "Pipeline rename rules 'REGEX=NAME;...', tried in order on the whole name (first match wins, NAME may use \\1), e.g. 'RetrieverQueryEngine\\..*=docs-qa'."),
+    _s("doc_id_keys", "RAGMON_DOC_ID_KEYS", parse_csv, "Metadata keys that name a document that has no id, in order; 'key#' names a source shared by chunks (id '<source>#<hash8>'); else a content hash."),
+    _s("export_judged", "RAGMON_EXPORT_JUDGED", parse_optional_str, "Append every judged trace (question, document ids and texts, answer, scores, verdict; text as the SDK sent it, redacted) to this JSONL file for `ragmon dataset harvest` (empty = off)."),
+    _s("export_judged_max_bytes", "RAGMON_EXPORT_JUDGED_MAX_BYTES", _int_at_least(4096), "Cap on the judged-trace files together: the file rotates to .1, .2, .3 and the oldest is deleted."),
     _s("kafka_bootstrap_servers", "RAGMON_KAFKA_BOOTSTRAP_SERVERS", parse_str, "Kafka bootstrap servers (host:port,...)."),
     _s("kafka_topics", "RAGMON_KAFKA_TOPICS", parse_csv, "Topics to consume (comma separated)."),
     _s("kafka_group_id", "RAGMON_KAFKA_GROUP_ID", parse_str, "Consumer group shared by all agent replicas."),
@@ -310,6 +395,7 @@ AGENT_SETTINGS: tuple[Setting, ...] = (
     _s("kafka_commit_interval_s", "RAGMON_KAFKA_COMMIT_INTERVAL_S", parse_positive_float, "How often safe offsets are committed."),
     _s("log_level", "RAGMON_LOG_LEVEL", _choice("debug", "info", "warning", "error"), "Log level.", choices=("debug", "info", "warning", "error")),
     _s("shutdown_grace_s", "RAGMON_SHUTDOWN_GRACE_S", parse_positive_float, "On SIGTERM, time allowed to finish in-flight traces before the rest are accounted as skipped{reason=shutdown}."),
+    _s("shutdown_final_scrape_s", "RAGMON_SHUTDOWN_FINAL_SCRAPE_S", parse_nonnegative_float, "After the final accounting on shutdown, keep /metrics up until one more scrape is served or this many seconds pass, so Prometheus sees the last counts (0 = off)."),
 )
 
 SETTINGS_BY_NAME: Mapping[str, Setting] = {s.name: s for s in AGENT_SETTINGS}
@@ -355,6 +441,25 @@ def _validate(c: AgentConfig) -> None:
             raise ConfigError("--judge-model / RAGMON_JUDGE_MODEL", "required when --judge llm")
         if not c.judge_base_url.startswith(("http://", "https://")):
             raise ConfigError("--judge-base-url / RAGMON_JUDGE_BASE_URL", f"not an http(s) URL: {c.judge_base_url!r}")
+    for prefix in ("receiver", "metrics"):
+        cert, key = getattr(c, f"{prefix}_tls_cert_file"), getattr(c, f"{prefix}_tls_key_file")
+        if bool(cert) != bool(key):
+            raise ConfigError(f"--{prefix}-tls-cert-file / --{prefix}-tls-key-file", "set both or neither")
+    if c.receiver_tls_client_ca_file and not c.receiver_tls_cert_file:
+        raise ConfigError("--receiver-tls-client-ca-file / RAGMON_RECEIVER_TLS_CLIENT_CA_FILE",
+                          "client certificates need TLS: set --receiver-tls-cert-file and --receiver-tls-key-file")
+    if c.source == "http":
+        from ._security import require_protected_bind
+
+        require_protected_bind(
+            "the OTLP receiver", "--receiver-host / RAGMON_RECEIVER_HOST", c.receiver_host,
+            tls=bool(c.receiver_tls_cert_file), token=bool(c.receiver_bearer_token),
+            waived=c.insecure_allow_unauthenticated_bind)
+    if c.detect_drop is not None and not 0.0 < c.detect_drop < 1.0:
+        raise ConfigError("--detect-drop / RAGMON_SAMPLER_DETECT_DROP", f"must be in (0, 1), got {c.detect_drop}")
+    if c.detect_min_rate > c.detect_max_rate:
+        raise ConfigError("--detect-min-rate / RAGMON_SAMPLER_DETECT_MIN_RATE",
+                          f"is above --detect-max-rate ({c.detect_min_rate} > {c.detect_max_rate})")
     if c.source == "kafka" and not c.kafka_topics:
         raise ConfigError("--kafka-topics / RAGMON_KAFKA_TOPICS", "at least one topic is required")
     if c.kafka_sasl_mechanism and c.kafka_sasl_mechanism.upper() not in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):

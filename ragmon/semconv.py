@@ -44,6 +44,7 @@ def retrieval_document_attr(index: int, field: str) -> str:
 
 # --- OpenTelemetry general / GenAI semantic conventions (read) ------------------------
 SERVICE_NAME: Final = "service.name"
+SERVICE_VERSION: Final = "service.version"  # resource attribute: the app's release (ragmon_release_info)
 ERROR_TYPE: Final = "error.type"
 EXCEPTION_EVENT: Final = "exception"
 EXCEPTION_TYPE: Final = "exception.type"
@@ -54,6 +55,8 @@ GEN_AI_OP_RETRIEVAL: Final = "retrieval"
 GEN_AI_OP_CHAT: Final = "chat"
 GEN_AI_OP_TEXT_COMPLETION: Final = "text_completion"
 GEN_AI_OP_GENERATE_CONTENT: Final = "generate_content"
+GEN_AI_OP_RERANK: Final = "rerank"  # OpenLLMetry (LlamaIndex postprocessors, Cohere, ...)
+GEN_AI_WORKFLOW_NAME: Final = "gen_ai.workflow.name"  # names the pipeline (before --pipeline-attribute)
 GEN_AI_RETRIEVAL_DOCUMENTS: Final = "gen_ai.retrieval.documents"
 GEN_AI_RETRIEVAL_QUERY_TEXT: Final = "gen_ai.retrieval.query.text"
 GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
@@ -87,6 +90,7 @@ GEN_AI_COMPLETION_PREFIX: Final = "gen_ai.completion"
 ENDUSER_ID: Final = "enduser.id"
 # OpenLLMetry
 TRACELOOP_KIND_WORKFLOW: Final = "workflow"
+TRACELOOP_KIND_TASK: Final = "task"
 LLM_REQUEST_TYPE: Final = "llm.request.type"  # chat | completion | embedding | rerank
 TRACELOOP_ASSOCIATION_PREFIX: Final = "traceloop.association.properties."
 DB_QUERY_RESULT_ID: Final = "db.query.result.id"
@@ -105,6 +109,9 @@ RAGMON_DOCUMENT_COUNT: Final = "ragmon.retrieval.document_count"
 RAGMON_EVAL_ROW_ID: Final = "ragmon.eval.row_id"  # ties a replayed trace to its golden row (ragmon eval --traces)
 RAGMON_FEEDBACK: Final = "ragmon.feedback"  # "negative" | "positive" | numeric
 RAGMON_SDK_VERSION: Final = "ragmon.sdk.version"
+# set by the agent's extractor on RagTrace.attributes (never read from spans)
+RAGMON_NOT_RAG: Final = "ragmon.not_rag"  # True: no retrieval, reranking, generation or pipeline span
+RAGMON_CONTEXTS_SOURCE: Final = "ragmon.contexts.source"  # a CONTEXTS_SOURCES value (also on a fallback document)
 
 STAGE_PIPELINE: Final = "pipeline"
 STAGE_RETRIEVER: Final = "retriever"
@@ -117,6 +124,7 @@ TRUNCATION_MARKER: Final = "…[truncated by ragmon]"
 M_SPANS_RECEIVED: Final = "ragmon_spans_received"  # counter {source}
 M_REQUESTS_RECEIVED: Final = "ragmon_receiver_requests"  # counter {source, outcome}
 M_DROPPED: Final = "ragmon_dropped"  # counter {reason}
+M_AUTH_FAILURES: Final = "ragmon_auth_failures"  # counter {endpoint, reason}
 M_TRACES_RECEIVED: Final = "ragmon_traces_received"  # counter {service, pipeline}
 M_TRACES_SAMPLED: Final = "ragmon_traces_sampled"  # counter {service, pipeline, reason}
 M_TRACES_SCORED: Final = "ragmon_traces_scored"  # counter {service, pipeline, judge}
@@ -126,7 +134,12 @@ M_TRACES_INCOMPLETE: Final = "ragmon_traces_incomplete"  # counter {service, pip
 M_SPAN_ATTRIBUTE_LIMIT: Final = "ragmon_spans_attribute_limit_hit"  # counter {service}
 M_OPEN_TRACES: Final = "ragmon_open_traces"  # gauge
 M_JUDGE_BACKLOG: Final = "ragmon_judge_backlog"  # gauge: traces waiting for the judge
-M_SCORE: Final = "ragmon_score_ratio"  # histogram {service, pipeline, judge, metric}
+M_SCORE: Final = "ragmon_score_ratio"  # histogram {service, pipeline, judge, metric, sample}
+M_SCORE_SQUARES: Final = "ragmon_score_squared_ratio"  # counter {service, pipeline, judge, metric, sample}: sum of x²
+M_SAMPLE_RATE: Final = "ragmon_sample_rate_ratio"  # gauge {service, pipeline}: the judging rate in use
+M_DETECTABLE_DROP: Final = "ragmon_detectable_drop_ratio"  # gauge {service, pipeline}: drop the rate sample can detect
+M_DETECT_TARGET: Final = "ragmon_detect_target_drop_ratio"  # gauge: the --detect-drop target (only when set)
+M_RELEASE_INFO: Final = "ragmon_release_info"  # gauge {service, pipeline, app_version, prompt_version, model}: 1
 M_RETRIEVAL_LATENCY: Final = "ragmon_retrieval_latency_seconds"  # histogram {service, pipeline}
 M_RETRIEVAL_LATENCY_P95: Final = "ragmon_retrieval_latency_p95_seconds"  # gauge {service, pipeline}
 M_GENERATION_LATENCY: Final = "ragmon_generation_latency_seconds"  # histogram {service, pipeline}
@@ -142,6 +155,7 @@ M_JUDGE_CIRCUIT_OPEN: Final = "ragmon_judge_circuit_open"  # gauge {judge}: 1 wh
 M_JUDGE_BUDGET_REMAINING: Final = "ragmon_judge_budget_remaining_tokens"  # gauge {window}
 M_DIAGNOSIS: Final = "ragmon_diagnosis"  # counter {service, pipeline, verdict}
 M_DEDUP_HITS: Final = "ragmon_traces_duplicate"  # counter {service, pipeline}
+M_CONTEXTS_SOURCE: Final = "ragmon_contexts_source"  # counter {service, pipeline, source}: where contexts came from
 M_FEEDBACK: Final = "ragmon_feedback"  # counter {service, pipeline, feedback}: user feedback spans
 M_KAFKA_MESSAGES: Final = "ragmon_kafka_messages_consumed"  # counter {topic}
 M_KAFKA_LAG: Final = "ragmon_kafka_consumer_lag_messages"  # gauge {topic, partition}
@@ -181,6 +195,11 @@ L_FEEDBACK: Final = "feedback"  # negative | positive
 L_TOPIC: Final = "topic"
 L_PARTITION: Final = "partition"
 L_WINDOW: Final = "window"
+L_ENDPOINT: Final = "endpoint"  # receiver | metrics
+L_SAMPLE: Final = "sample"  # rate | priority: which sampling stream a score belongs to
+L_APP_VERSION: Final = "app_version"  # ragmon_release_info: the app's service.version
+L_PROMPT_VERSION: Final = "prompt_version"  # ragmon_release_info: llm.prompt_template.version
+L_MODEL: Final = "model"  # ragmon_release_info: llm.model_name / gen_ai.*.model
 
 METRIC_FAITHFULNESS: Final = "faithfulness"
 METRIC_ANSWER_RELEVANCY: Final = "answer_relevancy"
@@ -213,6 +232,8 @@ SKIP_BUDGET: Final = "budget"
 SKIP_BACKLOG_FULL: Final = "backlog_full"
 SKIP_DUPLICATE: Final = "duplicate"
 SKIP_SHUTDOWN: Final = "shutdown"
+SKIP_NOT_RAG: Final = "not_rag"  # no retrieval/generation span: index building, embedding batches, ...
+NOT_RAG_PIPELINE_LABEL: Final = "_not_rag"  # pipeline label of not_rag traces (keeps them out of traffic)
 # traces failed (the judge was asked and could not answer)
 FAIL_TIMEOUT: Final = "timeout"
 FAIL_HTTP: Final = "http_error"
@@ -231,14 +252,36 @@ DROP_LATE_SPAN: Final = "late_span"  # span of a trace already closed
 DROP_DUPLICATE_SPAN: Final = "duplicate_span"  # same span id twice in one open trace (redelivery)
 DROP_POISON_MESSAGE: Final = "poison_message"
 DROP_OVERSIZE_MESSAGE: Final = "oversize_message"
+DROP_MALFORMED_REQUEST: Final = "malformed_http_request"  # HTTP framing the server could not parse
+DROP_READ_TIMEOUT: Final = "read_timeout"  # request body not received within the read timeout
+DROP_INVALID_TIMESTAMP: Final = "invalid_timestamp"  # a latency outside [0, RAGMON_LATENCY_MAX_S], not observed
+DROP_TEXT_TRUNCATED: Final = "text_truncated"  # trace text cut to RAGMON_ASSEMBLER_MAX_TEXT_CHARS before judging
 # receiver/source request outcomes (ragmon_receiver_requests_total{outcome})
 OUTCOME_OK: Final = "ok"
 OUTCOME_PARTIAL: Final = "partial"  # accepted, some spans rejected (OTLP partial_success)
 OUTCOME_REJECTED: Final = "rejected"  # nothing accepted: bad body, media type, size, method
 OUTCOME_THROTTLED: Final = "throttled"  # 503 + Retry-After under back-pressure (client retries)
+OUTCOME_UNAUTHORIZED: Final = "unauthorized"  # 401: missing or wrong bearer token
+# ragmon_auth_failures_total{endpoint, reason}
+ENDPOINT_RECEIVER: Final = "receiver"
+ENDPOINT_METRICS: Final = "metrics"
+AUTH_FAILED_TOKEN: Final = "token"  # missing or wrong bearer token
+AUTH_FAILED_TLS: Final = "tls"  # TLS handshake failed (untrusted or missing client certificate, ...)
 # sampled reasons
 SAMPLED_RATE: Final = "rate"
 SAMPLED_PRIORITY_ERROR: Final = "priority_error"
 SAMPLED_PRIORITY_FEEDBACK: Final = "priority_feedback"
 SAMPLED_PRIORITY_SLOW: Final = "priority_slow_retrieval"
 SAMPLED_PRIORITY_LOW_SCORE: Final = "priority_low_retrieval_score"
+# the two score streams (ragmon_score_ratio{sample}): rate samples are unbiased, priority ones are not
+SAMPLE_STREAM_RATE: Final = "rate"
+SAMPLE_STREAM_PRIORITY: Final = "priority"
+# where a trace's contexts came from (ragmon_contexts_source_total{source}, ragmon.contexts.source)
+CONTEXTS_RETRIEVAL: Final = "retrieval"  # the retrieval/reranker spans carried the text
+CONTEXTS_MESSAGE_ID: Final = "message_id"  # ids-only documents, text found by id in the chat's input messages
+CONTEXTS_MESSAGE_POSITION: Final = "message_position"  # ids-only documents, one context message each
+CONTEXTS_MESSAGES: Final = "messages"  # no retrieval span: tool results / context messages of the chat
+CONTEXTS_USER_MESSAGE: Final = "user_message"  # fallback: the user message minus the question
+CONTEXTS_NONE: Final = "none"  # no context text at all
+CONTEXTS_SOURCES: Final = (CONTEXTS_RETRIEVAL, CONTEXTS_MESSAGE_ID, CONTEXTS_MESSAGE_POSITION, CONTEXTS_MESSAGES,
+                           CONTEXTS_USER_MESSAGE, CONTEXTS_NONE)

@@ -21,6 +21,7 @@ import argparse
 import importlib
 import sys
 from pathlib import Path
+from statistics import NormalDist
 from types import ModuleType
 
 import yaml
@@ -42,6 +43,16 @@ DROP_CRITICAL = 0.08  # ... -> critical
 MIN_SCORED_WINDOW = 30  # scored traces needed in the 1h window before any quality alert
 MIN_SCORED_BASELINE = 200  # scored traces needed in the 7d baseline for a relative alert
 QUALITY_FOR = "10m"
+# Significance: a drop alert also needs the Welch z of (7d mean - 1h mean) at or above DROP_Z, so
+# that noise on a small sample does not page. Two-sided alpha, as the agent's --alpha (power-based
+# sampling sizes the sample for this same test): keep both equal.
+DROP_ALPHA = 0.05
+DROP_Z = round(NormalDist().inv_cdf(1 - DROP_ALPHA / 2), 2)  # 1.96
+# Scores of priority-sampled traces (errors, negative feedback, slow or weak retrievals) are chosen
+# for being bad: every mean, drop and floor reads the unbiased rate stream only. `!=` also keeps
+# series from agents older than the `sample` label, so an upgrade does not restart the baseline.
+RATE_STREAM = 'sample!="priority"'
+PRIORITY_STREAM = 'sample="priority"'
 
 
 def _load_quality_table() -> ModuleType:
@@ -86,6 +97,7 @@ KAFKA_LAG_MIN = 1000  # messages; lag below this never alerts
 KAFKA_LAG_WINDOW = "10m"
 KAFKA_LAG_FOR = "15m"
 AGENT_DOWN_FOR = "5m"
+DETECT_FOR = "30m"  # RagmonDetectionTargetMissed: a pipeline's sample cannot detect the --detect-drop target
 
 # --- offline evaluation (`ragmon eval --pushgateway`): pushed gauges, one value per run ---------------
 EVAL_COMPARE_OFFSET = "1d"  # a scheduled run is compared with the value current this long ago (the previous run)
@@ -138,17 +150,34 @@ def _sp_query(record: str) -> str:
 
 
 def recording_rules() -> dict[str, list[dict[str, object]]]:
-    score_sum, score_count = "ragmon_score_ratio_sum", "ragmon_score_ratio_count"
+    score_sum, score_count = f"ragmon_score_ratio_sum{{{RATE_STREAM}}}", f"ragmon_score_ratio_count{{{RATE_STREAM}}}"
+    score_squares = f"ragmon_score_squared_ratio_total{{{RATE_STREAM}}}"
 
     def mean(window: str) -> str:
         return f"sum by ({SPJM}) (rate({score_sum}[{window}]))\n/\nsum by ({SPJM}) (rate({score_count}[{window}]))"
 
+    def variance(window: str) -> str:
+        # E[x^2] - E[x]^2 from the sum of squares; clamped at 0 against float rounding
+        return (
+            f"clamp_min(\n  sum by ({SPJM}) (rate({score_squares}[{window}]))\n  /\n"
+            f"  sum by ({SPJM}) (rate({score_count}[{window}]))\n"
+            f"  - ragmon:score_ratio:mean{window} ^ 2,\n  0\n)"
+        )
+
+    z = (
+        f"(\n  ragmon:score_ratio:mean{BASELINE}\n  - on({SPJM})\n  ragmon:score_ratio:mean{WINDOW}\n)\n/ on({SPJM})\n"
+        f"sqrt(\n  ragmon:score_ratio:var{WINDOW} / on({SPJM}) ragmon:score_ratio_count:increase{WINDOW}\n"
+        f"  + on({SPJM})\n  ragmon:score_ratio:var{BASELINE} / on({SPJM}) ragmon:score_ratio_count:increase{BASELINE}\n)"
+    )
     quality = [
         {"record": f"ragmon:score_ratio:mean{WINDOW}", "expr": mean(WINDOW)},
         {
             "record": f"ragmon:score_ratio_count:increase{WINDOW}",
             "expr": f"sum by ({SPJM}) (increase({score_count}[{WINDOW}]))",
         },
+        {"record": f"ragmon:score_ratio:var{WINDOW}", "expr": variance(WINDOW)},
+        # Welch z of the drop (7d mean - 1h mean): > DROP_Z means the drop is unlikely to be noise
+        {"record": f"ragmon:score_ratio:drop_z{WINDOW}", "expr": z},
         {
             "record": f"ragmon:traces_scored:increase{WINDOW}",
             "expr": f"sum by ({SP}) (increase(ragmon_traces_scored_total[{WINDOW}]))",
@@ -168,6 +197,7 @@ def recording_rules() -> dict[str, list[dict[str, object]]]:
             "record": f"ragmon:score_ratio_count:increase{BASELINE}",
             "expr": f"sum by ({SPJM}) (increase({score_count}[{BASELINE}]))",
         },
+        {"record": f"ragmon:score_ratio:var{BASELINE}", "expr": variance(BASELINE)},
     ]
     latency = []
     for stage in ("retrieval", "pipeline"):
@@ -203,11 +233,13 @@ def quality_alerts() -> list[dict[str, object]]:
     alerts = []
     mean_w, mean_b = f"ragmon:score_ratio:mean{WINDOW}", f"ragmon:score_ratio:mean{BASELINE}"
     count_w, count_b = f"ragmon:score_ratio_count:increase{WINDOW}", f"ragmon:score_ratio_count:increase{BASELINE}"
+    z_w = f"ragmon:score_ratio:drop_z{WINDOW}"
     sel = "{service=%q,pipeline=%q,judge=%q,metric=%q}"
     args = "$labels.service $labels.pipeline $labels.judge $labels.metric"
     now, base = _q(f'"{mean_w}{sel}" {args}', SCORE_FMT), _q(f'"{mean_b}{sel}" {args}', SCORE_FMT)
     value = "{{ $value | " + SCORE_FMT + " }}"
     n = _q(f'"{count_w}{sel}" {args}')
+    z = _q(f'"{z_w}{sel}" {args}', 'printf "%.1f"')
     for m in QUALITY_METRICS:
         m_sel = f'{{metric="{m.name}"}}'
         look = (
@@ -217,6 +249,7 @@ def quality_alerts() -> list[dict[str, object]]:
         for severity, drop in (("warning", DROP_WARNING), ("critical", DROP_CRITICAL)):
             expr = (
                 f"(\n  {mean_b}{m_sel}\n  - on({SPJM})\n  {mean_w}{m_sel}\n) > {_r(drop)}\n"
+                f"and on({SPJM}) {z_w}{m_sel} > {_r(DROP_Z)}\n"
                 f"and on({SPJM}) {count_w}{m_sel} >= {MIN_SCORED_WINDOW}\n"
                 f"and on({SPJM}) {count_b}{m_sel} >= {MIN_SCORED_BASELINE}"
             )
@@ -228,9 +261,10 @@ def quality_alerts() -> list[dict[str, object]]:
                     severity,
                     f"{m.title.capitalize()} of {{{{ $labels.service }}}}/{{{{ $labels.pipeline }}}} dropped "
                     f"{value} below its {BASELINE} baseline",
-                    f"The {WINDOW} mean {m.title} ({now}, judge {{{{ $labels.judge }}}}) "
-                    f"is {value} below its {BASELINE} mean ({base}); the {severity} "
-                    f"threshold is {_r(drop)}. {look}",
+                    f"The {WINDOW} mean {m.title} ({now} over {n} rate-sampled traces, judge "
+                    f"{{{{ $labels.judge }}}}) is {value} below its {BASELINE} mean ({base}); the {severity} "
+                    f"threshold is {_r(drop)}. The drop is significant: z = {z} (noise stays below "
+                    f"{_r(DROP_Z)}). {look}",
                 )
             )
         floor_expr = f"{mean_w}{m_sel} < {_r(m.floor)}\nand on({SPJM}) {count_w}{m_sel} >= {MIN_SCORED_WINDOW}"
@@ -269,6 +303,7 @@ def latency_alerts() -> list[dict[str, object]]:
 
 
 def health_alerts() -> list[dict[str, object]]:
+    target = _q('"max(ragmon_detect_target_drop_ratio)"', SCORE_FMT)
     scored, sampled = f"ragmon:traces_scored:increase{WINDOW}", f"ragmon:traces_sampled:increase{WINDOW}"
     return [
         _alert(
@@ -331,6 +366,22 @@ def health_alerts() -> list[dict[str, object]]:
             f"and has grown over {KAFKA_LAG_WINDOW} (alerts above {KAFKA_LAG_MIN}). The agents consume slower "
             "than spans arrive: add replicas (up to the partition count), check the judge backlog "
             "(ragmon_judge_backlog) and ragmon_kafka_paused_seconds_total.",
+        ),
+        _alert(
+            "RagmonDetectionTargetMissed",
+            # avg over replicas: each reports the whole pipeline's estimate (--detect-replicas)
+            "avg by (service, pipeline) (ragmon_detectable_drop_ratio)\n> on() group_left()\n"
+            "max(ragmon_detect_target_drop_ratio > 0)\n"
+            f"and on({SP})\nsum by ({SP}) (rate(ragmon_traces_received_total[{WINDOW}])) > 0",
+            DETECT_FOR,
+            "warning",
+            "{{ $labels.service }}/{{ $labels.pipeline }} can only detect drops of {{ $value | " + SCORE_FMT + " }}",
+            f"With its current traffic and judge budget, the rate sample of {{{{ $labels.service }}}}/"
+            f"{{{{ $labels.pipeline }}}} can only detect a drop of {{{{ $value | {SCORE_FMT} }}}} in a mean score within "
+            f"the window, larger than the --detect-drop target "
+            f"({target}). Drop alerts stay quiet for smaller drops. "
+            "Check ragmon_sample_rate_ratio (at --detect-max-rate: too little traffic; below it: the judge budget "
+            "or concurrency is the limit) and raise the budget, the max rate or the window.",
         ),
         _alert(
             "RagmonAgentDown",

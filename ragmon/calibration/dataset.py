@@ -31,6 +31,7 @@ class LabelledRow:
     answer: str | None
     labels: dict[str, int | None]
     context_labels: tuple[int, ...] | None  # per context, same order as ``contexts``
+    group: str | None = None  # meta.source_id: rows of one source stay in one cross-validation fold
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +117,7 @@ def parse_row(text: str, line: int) -> LabelledRow:
         answer=answer,
         labels=labels,
         context_labels=context_labels,
+        group=str(meta["source_id"]) if meta.get("source_id") is not None else None,
     )
 
 

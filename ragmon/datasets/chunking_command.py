@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EvalInputError, ModelError
+from ..evaluation.command import positive_ints
 from ..evaluation.goldenset import load_golden_set
 from ..evaluation.terminal import Progress
 from .chunking import MODES, ChunkingConfig, tokenize_corpus
@@ -23,16 +24,6 @@ from .plot import grid_svg
 
 EXIT_OK = 0
 EXIT_USAGE = 2
-
-
-def _ints(text: str) -> tuple[int, ...]:
-    try:
-        values = tuple(sorted({int(p) for p in text.split(",") if p.strip()}))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-    if not values or values[0] < 1:
-        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
-    return values
 
 
 def _floats(text: str) -> tuple[float, ...]:
@@ -57,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("corpus", help="directory of .txt/.md files, or JSONL {id, title, text} (.jsonl.gz too)")
     parser.add_argument("evalset", help="golden set JSONL; ground_truth_docs are corpus document ids or chunk ids "
                         "(doc#start-end)")
-    parser.add_argument("--sizes", type=_ints, default=(128, 256, 512), metavar="128,256,512",
+    parser.add_argument("--sizes", type=positive_ints, default=(128, 256, 512), metavar="128,256,512",
                         help="chunk sizes in tokens of the embedding model's tokenizer (default 128,256,512)")
     parser.add_argument("--overlaps", type=_floats, default=(0.0, 0.5), metavar="0,0.5",
                         help="overlaps: below 1 a fraction of the size, else tokens (default 0,0.5)")
@@ -68,7 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="prefix each chunk with its document's title (default on; both = rows for each)")
     parser.add_argument("--retriever", choices=RETRIEVERS, default="bm25", help="index each configuration with "
                         "BM25 (bm25s) or MiniLM dense search (default bm25)")
-    parser.add_argument("--k", type=_ints, default=(1, 3, 5, 10), metavar="1,3,5,10",
+    parser.add_argument("--k", type=positive_ints, default=(1, 3, 5, 10), metavar="1,3,5,10",
                         help="cut-offs, in chunks (default 1,3,5,10)")
     parser.add_argument("--primary-k", type=int, default=None, help="cut-off that picks the best row (default 5, "
                         "or the --k value closest to it)")

@@ -34,14 +34,15 @@ EXIT_GATE_FAILED = 1
 EXIT_USAGE = 2
 
 
-def _ks(text: str) -> tuple[int, ...]:
+def positive_ints(text: str) -> tuple[int, ...]:
+    """argparse type: "1,3,5,10" -> (1, 3, 5, 10), sorted and de-duplicated, every value >= 1."""
     try:
-        ks = tuple(sorted({int(part) for part in text.split(",") if part.strip()}))
+        values = tuple(sorted({int(part) for part in text.split(",") if part.strip()}))
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-    if not ks or ks[0] < 1:
-        raise argparse.ArgumentTypeError(f"cut-offs must be >= 1, got {text!r}")
-    return ks
+    if not values or values[0] < 1:
+        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
+    return values
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -55,7 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="OTLP/JSON traces as the OpenTelemetry Collector's file exporter writes them")
     parser.add_argument("--doc-id-field", default=None, metavar="FIELD",
                         help="use this document metadata field as the id the gold set refers to")
-    parser.add_argument("--k", type=_ks, default=ir.DEFAULT_KS, metavar="1,3,5,10",
+    parser.add_argument("--k", type=positive_ints, default=ir.DEFAULT_KS, metavar="1,3,5,10",
                         help="cut-offs of hit/recall/precision/ndcg/two-hop recall (default 1,3,5,10)")
     parser.add_argument("--primary-k", type=int, default=None,
                         help="cut-off of the primary metric per question type, miss classes and composite "
@@ -95,6 +96,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--worst", type=int, default=10, help="worst questions listed (default 10)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     parser.add_argument("--quiet", action="store_true", help="no terminal summary")
+    parser.add_argument("--judge-profile", default=None, metavar="PROFILE.json",
+                        help="local judge profile from `ragmon calibrate --fit` (or RAGMON_JUDGE_PROFILE)")
 
 
 def make_judge(args: argparse.Namespace) -> Judge | None:
@@ -104,11 +107,12 @@ def make_judge(args: argparse.Namespace) -> Judge | None:
     from ..config import load_agent_config
 
     config = load_agent_config({"judge": args.judge, "judge_base_url": args.judge_base_url,
-                                "judge_model": args.judge_model})
+                                "judge_model": args.judge_model,
+                                "judge_profile": getattr(args, "judge_profile", None)})
     if args.judge == "local":
         from ..scoring.local import LocalJudge
 
-        return LocalJudge(config.judge_model_path, config.judge_model_sha256)
+        return LocalJudge(config.judge_model_path, config.judge_model_sha256, profile=config.judge_profile)
     from ..scoring.factory import build_judge
 
     return build_judge(config, metrics=None)

@@ -20,21 +20,25 @@ class SlidingQuantile:
         self, window_s: float, max_samples: int = 20_000, clock: Callable[[], float] = time.monotonic
     ) -> None:
         self._window_s = window_s
-        self._samples: deque[tuple[float, float]] = deque(maxlen=max_samples)
+        # times and values in two deques: the quantile reads the values as one C-level copy
+        self._times: deque[float] = deque(maxlen=max_samples)
+        self._values: deque[float] = deque(maxlen=max_samples)
         self._clock = clock
         self._lock = threading.Lock()
 
     def observe(self, value: float) -> None:
         with self._lock:
-            self._samples.append((self._clock(), value))
+            self._times.append(self._clock())
+            self._values.append(value)
 
     def quantile(self, q: float) -> float:
         """The q-quantile (linear interpolation) of values in the window; NaN when empty."""
         cutoff = self._clock() - self._window_s
         with self._lock:
-            while self._samples and self._samples[0][0] < cutoff:
-                self._samples.popleft()
-            values = [v for _, v in self._samples]
-        if not values:
+            while self._times and self._times[0] < cutoff:
+                self._times.popleft()
+                self._values.popleft()
+            values = np.fromiter(self._values, dtype=np.float64, count=len(self._values))
+        if not values.size:
             return float("nan")
-        return float(np.quantile(np.asarray(values), q))
+        return float(np.quantile(values, q))

@@ -7,6 +7,7 @@ values become labels. ``docs/metrics.md`` documents each metric; a test keeps th
 
 from __future__ import annotations
 
+import re
 import threading
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
@@ -24,26 +25,64 @@ DOCUMENT_COUNT_BUCKETS = (0, 1, 2, 3, 5, 8, 10, 15, 20, 30, 50, 100)
 SP = (sc.L_SERVICE, sc.L_PIPELINE)
 
 
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def clean_label_value(value: str) -> str:
+    """A label value the exposition can always encode: lone surrogates (which JSON escapes such as
+    ``"\\ud800"`` can carry into a Python string) become U+FFFD; one bad value must never make
+    every later scrape fail."""
+    return _SURROGATES.sub("\ufffd", value) if _SURROGATES.search(value) else value
+
+
 class LabelLimiter:
     """Maps user-supplied label values onto a bounded set: the first ``limit`` distinct
     values pass, later ones become ``_other``. Thread-safe."""
 
     def __init__(self, limit: int) -> None:
         self._limit = limit
-        self._seen: set[str] = set()
+        self._seen: dict[str, str] = {}  # raw value -> cleaned label value
         self._lock = threading.Lock()
 
     def __call__(self, value: str | None) -> str:
         value = value or sc.UNKNOWN_LABEL
-        if value in self._seen:
-            return value
+        label = self._seen.get(value)
+        if label is not None:
+            return label
         with self._lock:
-            if value in self._seen:
-                return value
+            label = self._seen.get(value)
+            if label is not None:
+                return label
             if len(self._seen) >= self._limit:
                 return sc.OVERFLOW_LABEL
-            self._seen.add(value)
-            return value
+            label = self._seen[value] = clean_label_value(value)
+            return label
+
+
+class PairLimiter:
+    """Bounds the (service, pipeline) *pairs* that become label sets, not each label alone:
+    200 services x 200 pipelines would otherwise give 40,000 series per metric and a scrape
+    that takes a minute. The first ``limit`` distinct pairs pass; later pairs become
+    ``(_other, _other)``, so at most ``limit + 1`` pairs ever exist. Thread-safe."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._pairs: dict[tuple[str, str], tuple[str, str]] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, service: str | None, pipeline: str | None) -> tuple[str, str]:
+        key = (service or sc.UNKNOWN_LABEL, pipeline or sc.UNKNOWN_LABEL)
+        pair = self._pairs.get(key)
+        if pair is not None:
+            return pair
+        with self._lock:
+            pair = self._pairs.get(key)
+            if pair is not None:
+                return pair
+            if len(self._pairs) >= self._limit:
+                return (sc.OVERFLOW_LABEL, sc.OVERFLOW_LABEL)
+            pair = self._pairs[key] = (clean_label_value(key[0]), clean_label_value(key[1]))
+            return pair
 
 
 class AgentMetrics:
@@ -52,8 +91,8 @@ class AgentMetrics:
     def __init__(self, registry: CollectorRegistry | None = None, max_label_values: int = 200) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
         r = self.registry
-        self.service_label = LabelLimiter(max_label_values)
-        self.pipeline_label = LabelLimiter(max_label_values)
+        self.service_label = LabelLimiter(max_label_values)  # metrics labelled by service alone
+        self._pairs = PairLimiter(max_label_values)
 
         self.build = Info(sc.M_BUILD_INFO, "ragmon agent build information.", registry=r)
         self.build.info({"version": __version__})
@@ -62,6 +101,7 @@ class AgentMetrics:
         self.spans_received = Counter(sc.M_SPANS_RECEIVED, "Spans decoded from any source.", [sc.L_SOURCE], registry=r)
         self.requests_received = Counter(sc.M_REQUESTS_RECEIVED, "OTLP export requests / Kafka messages by outcome (ok, rejected).", [sc.L_SOURCE, sc.L_OUTCOME], registry=r)
         self.dropped = Counter(sc.M_DROPPED, "Input dropped before it became a trace, by reason.", [sc.L_REASON], registry=r)
+        self.auth_failures = Counter(sc.M_AUTH_FAILURES, "Requests refused for authentication (reason=token: missing/wrong bearer token; tls: failed TLS handshake, e.g. an untrusted client certificate), by endpoint (receiver, metrics).", [sc.L_ENDPOINT, sc.L_REASON], registry=r)
         self.span_attribute_limit = Counter(sc.M_SPAN_ATTRIBUTE_LIMIT, "Spans that arrived with dropped_attributes_count > 0 (raise OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT).", [sc.L_SERVICE], registry=r)
         self.open_traces = Gauge(sc.M_OPEN_TRACES, "Traces being assembled (waiting for their root span or timeout).", registry=r)
 
@@ -73,6 +113,7 @@ class AgentMetrics:
         self.traces_skipped = Counter(sc.M_TRACES_SKIPPED, "Traces not judged, by reason (not_sampled, no_content, budget, backlog_full, ...).", [*SP, sc.L_REASON], registry=r)
         self.traces_failed = Counter(sc.M_TRACES_FAILED, "Traces whose judging failed, by reason.", [*SP, sc.L_JUDGE, sc.L_REASON], registry=r)
         self.traces_duplicate = Counter(sc.M_DEDUP_HITS, "Redelivered traces recognised by trace id and not scored again.", SP, registry=r)
+        self.contexts_source = Counter(sc.M_CONTEXTS_SOURCE, "RAG traces by where their contexts came from (retrieval spans, the chat's messages by id or position, the user-message fallback, none).", [*SP, sc.L_SOURCE], registry=r)
         self.judge_backlog = Gauge(sc.M_JUDGE_BACKLOG, "Sampled traces waiting for or in the judge.", registry=r)
 
         # latency, all traffic
@@ -84,7 +125,12 @@ class AgentMetrics:
         self.retrieved_documents = Histogram(sc.M_RETRIEVED_DOCUMENTS, "Documents returned per retrieval.", SP, buckets=DOCUMENT_COUNT_BUCKETS, registry=r)
 
         # scores and diagnosis
-        self.score = Histogram(sc.M_SCORE, "Judge scores in [0, 1] by metric (faithfulness, answer_relevancy, context_precision).", [*SP, sc.L_JUDGE, sc.L_METRIC], buckets=SCORE_BUCKETS, registry=r)
+        self.score = Histogram(sc.M_SCORE, "Judge scores in [0, 1] by metric (faithfulness, answer_relevancy, context_precision) and sampling stream (sample=rate: unbiased, what means and drop alerts read; priority: errors, negative feedback, slow or weak retrievals).", [*SP, sc.L_JUDGE, sc.L_METRIC, sc.L_SAMPLE], buckets=SCORE_BUCKETS, registry=r)
+        self.score_squares = Counter(sc.M_SCORE_SQUARES, "Sum of squared judge scores, beside ragmon_score_ratio_sum/_count: the variance behind the drop alerts' significance test.", [*SP, sc.L_JUDGE, sc.L_METRIC, sc.L_SAMPLE], registry=r)
+        self.sample_rate = Gauge(sc.M_SAMPLE_RATE, "Judging rate in use per pipeline (fixed, or chosen by power-based sampling).", SP, registry=r)
+        self.detectable_drop = Gauge(sc.M_DETECTABLE_DROP, "Smallest drop in a mean score that the pipeline's rate sample detects within the window (at the configured alpha and power).", SP, registry=r)
+        self.detect_target = Gauge(sc.M_DETECT_TARGET, "The drop power-based sampling is sized to detect (--detect-drop); 0 when it is off.", registry=r)
+        self.release = Gauge(sc.M_RELEASE_INFO, "1 per release seen on RAG traces: app version (service.version), prompt template version and model; for release annotations.", [*SP, sc.L_APP_VERSION, sc.L_PROMPT_VERSION, sc.L_MODEL], registry=r)
         self.feedback = Counter(sc.M_FEEDBACK, "User feedback events (ragmon.feedback on any span, also after the trace closed), negative or positive.", [*SP, sc.L_FEEDBACK], registry=r)
         self.diagnosis = Counter(sc.M_DIAGNOSIS, "Scored traces by diagnosis verdict (ok, retrieval_failure, generation_failure, both).", [*SP, sc.L_VERDICT], registry=r)
 
@@ -106,5 +152,5 @@ class AgentMetrics:
         self.kafka_dead_letters = Counter(sc.M_KAFKA_DEAD_LETTERS, "Poison messages skipped (and written to the dead-letter topic when set), by reason.", [sc.L_REASON], registry=r)
 
     def labels_sp(self, service: str | None, pipeline: str | None) -> tuple[str, str]:
-        """Bounded (service, pipeline) label values for a trace."""
-        return self.service_label(service), self.pipeline_label(pipeline)
+        """Bounded (service, pipeline) label values for a trace (at most max_label_values + 1 pairs)."""
+        return self._pairs(service, pipeline)

@@ -22,6 +22,11 @@ class _Entry:
     at: float = field(compare=False, default=0.0)
 
 
+# Shown with every entry: what the numbers mean (docs/judges.md, "Score scale").
+SCORE_SCALE = ("scores are in [0, 1]; below 0.5 means the judge finds a failure more likely than not "
+               "(the local judge's scores are probabilities fitted with failures and passes weighed equally)")
+
+
 def _cut(text: str | None, limit: int) -> str | None:
     if text is None:
         return None
@@ -52,6 +57,7 @@ class WorstTraces:
             "service": service,
             "pipeline": pipeline,
             "scores": {k: round(v, 4) for k, v in scores.items()},
+            "score_scale": SCORE_SCALE,
             "verdict": verdict,
             "reason": reason,
             "detail": _cut(detail, self._max_chars),

@@ -26,6 +26,11 @@ ordered dict re-ordered on activity, so the stalest is always first. The same ho
 grace queue (constant grace, so deadlines are in insertion order). ``close_where`` scans the
 open traces; it is meant for rare events such as a Kafka partition revocation.
 
+Text handed on is bounded too (``max_text_chars``): the judge's memory grows with the text it
+reads (a single 6 MB document took the local judge past a 768 MiB container limit), so the
+question, the answer and the documents in rank order are cut to that many characters in all
+after extraction (which still sees whole spans), and each cut is counted as ``text_truncated``.
+
 Every closed trace carries the delivery tokens of the submissions that contributed spans, so
 the agent can release (commit) a delivery once all its traces are accounted for. A delivery
 whose spans were all dropped (late, duplicate) touches no open trace: ``holds_token`` tells.
@@ -34,6 +39,7 @@ whose spans were all dropped (late, duplicate) touches no open trace: ``holds_to
 from __future__ import annotations
 
 import collections
+import dataclasses
 import logging
 import time
 from collections import OrderedDict
@@ -41,8 +47,8 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
 from .. import semconv as sc
-from ..types import RagTrace, SpanRecord
-from .extract import build_rag_trace
+from ..types import Document, RagTrace, SpanRecord
+from .extract import ExtractSettings, build_rag_trace
 
 __all__ = [
     "REASON_EVICTED",
@@ -90,6 +96,8 @@ class TraceAssembler:
         root_grace_s: float = 0.0,
         closed_ids_size: int | None = None,
         max_buffered_bytes: int | None = None,
+        max_text_chars: int | None = None,
+        extract_settings: ExtractSettings | None = None,
     ) -> None:
         if trace_timeout_s <= 0 or max_open_traces < 1 or max_spans_per_trace < 1 or root_grace_s < 0:
             raise ValueError("trace_timeout_s > 0, max_open_traces >= 1, max_spans_per_trace >= 1, "
@@ -107,6 +115,8 @@ class TraceAssembler:
         # text. Over this many (approximate) bytes the least recently active traces are evicted.
         self._max_bytes = max_buffered_bytes
         self._buffered = 0
+        self._max_text = max_text_chars
+        self._extract = extract_settings  # pipeline naming, document-id keys (None: defaults)
         self.drop_counts: collections.Counter[str] = collections.Counter()
         self._build_failed_logged = False
 
@@ -212,7 +222,7 @@ class TraceAssembler:
 
     def _build(self, trace_id: str, entry: _OpenTrace) -> RagTrace:
         try:
-            return build_rag_trace(entry.spans, complete=entry.root_seen)
+            trace = build_rag_trace(entry.spans, complete=entry.root_seen, settings=self._extract)
         except Exception:  # extraction must never lose a trace; keep what is certain
             if not self._build_failed_logged:
                 self._build_failed_logged = True
@@ -226,6 +236,39 @@ class TraceAssembler:
                 complete=entry.root_seen,
                 span_count=len(entry.spans),
             )
+        if self._max_text is None:
+            return trace
+        bounded = bound_text(trace, self._max_text)
+        if bounded is not trace:
+            self.drop_counts[sc.DROP_TEXT_TRUNCATED] += 1
+        return bounded
+
+
+def bound_text(trace: RagTrace, limit: int) -> RagTrace:
+    """``trace`` with question, answer and document contents cut to ``limit`` characters in all:
+    the question and the answer first (each to at most half of it), then the documents in rank
+    order (a document beyond the budget keeps its id and score, its text becomes empty). Returns
+    ``trace`` itself when nothing had to be cut."""
+    total = len(trace.question or "") + len(trace.answer or "") + sum(len(d.content or "") for d in trace.documents)
+    if total <= limit:
+        return trace
+    left = limit
+    question = _cut(trace.question, min(left, limit // 2))
+    left -= len(question or "")
+    answer = _cut(trace.answer, min(left, limit // 2))
+    left -= len(answer or "")
+    documents: list[Document] = []
+    for doc in trace.documents:
+        content = _cut(doc.content, left)
+        left -= len(content or "")
+        documents.append(doc if content is doc.content else dataclasses.replace(doc, content=content))
+    return dataclasses.replace(trace, question=question, answer=answer, documents=tuple(documents))
+
+
+def _cut(text: str | None, limit: int) -> str | None:
+    if text is None or len(text) <= limit:
+        return text
+    return text[:max(0, limit)]
 
 
 def _marks_pipeline(span: SpanRecord) -> bool:

@@ -7,24 +7,44 @@ behaves correctly against it:
   malformed, ``partial_success.rejected_spans`` and ``error_message`` say so;
 * 400 (malformed body), 413 (too large), 415 (unsupported content type or encoding) with a
   ``google.rpc.Status`` body — not retryable, so exporters drop the batch;
-* 405 for other methods; 503 with ``Retry-After`` while the agent applies back-pressure, or
-  while request bodies in progress already hold 4x ``receiver_max_body_bytes`` (retryable, so
-  exporters back off and send again rather than lose the spans).
+* 405 for other methods; 401 without the configured bearer token; 408 when the body does not
+  arrive within ``receiver_read_timeout_s`` (the connection is closed);
+* 503 with ``Retry-After`` (retryable, so exporters back off and send again rather than lose the
+  spans) while the agent applies back-pressure: before reading, when the judge backlog is full;
+  after decoding, when the backlog cannot take the traces this export would send to the judge
+  (the agent's ``admit``), so an export is never answered 200 and then skipped as
+  ``backlog_full``; and while request bodies in progress already hold 4x
+  ``receiver_max_body_bytes`` (bytes are reserved as they arrive, not from the declared length,
+  so silent clients that only announce a large body hold nothing).
+
+Malformed HTTP that aiohttp's parser refuses before any handler runs (a negative or duplicate
+Content-Length, Content-Length with chunked encoding, ...) is counted as
+``ragmon_dropped_total{reason="malformed_http_request"}`` and logged once, without a traceback.
+
+Optional TLS (server certificate, optionally client certificates: mutual TLS) and bearer-token
+authentication; refusals are counted in ``ragmon_auth_failures_total{endpoint="receiver"}``
+(docs/security.md).
 
 Gzip bodies are inflated by the decoder with an output bound (aiohttp's own decompression is
 off), so ``receiver_max_body_bytes`` limits what is decoded, not just what is sent.
 
 Every request is counted in ``ragmon_receiver_requests_total{source="http",outcome}``, spans
 in ``ragmon_spans_received_total`` and bad input in ``ragmon_dropped_total{reason}``; each kind
-of bad input is logged once. Large bodies are decoded in a worker thread so one big export
-never stalls the event loop; spans are handed to the sink on the loop, synchronously.
+of bad input is logged once. Large bodies are decoded in a worker thread, one at a time (the
+decoded Python objects of a 16 MiB body are several times its size: decoding them all at once
+would multiply the peak memory); spans are handed to the sink on the loop in slices of
+``_SUBMIT_SLICE`` with a yield between them, so one 250,000-span export never stalls the loop
+(liveness probes, other exports). Exports are submitted one at a time, so admission and
+submission cannot interleave.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Hashable
+import ssl
+from collections.abc import Hashable, Sequence
+from typing import Any
 
 from aiohttp import hdrs, web
 from aiohttp.http_exceptions import HttpProcessingError
@@ -35,7 +55,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from .. import semconv as sc
 from .._log import LogOnce
+from .._security import BearerToken, server_ssl_context
 from ..errors import ConfigError, DecodeError
+from ..types import SpanRecord
 from .otlp import CONTENT_TYPE_JSON, CONTENT_TYPE_PROTOBUF, DecodedBatch, decode_export_request, media_type
 from .settings import HttpReceiverSettings
 from .source import SourceMetrics, SpanSink
@@ -47,6 +69,7 @@ log = logging.getLogger(__name__)
 TRACES_PATH = "/v1/traces"
 RETRY_AFTER_S = 1  # seconds; exporters add their own exponential backoff on top
 _THREAD_DECODE_BYTES = 256 * 1024  # smaller bodies decode faster than a thread hop
+_SUBMIT_SLICE = 2_000  # spans handed to the sink between two yields to the event loop
 _READ_CHUNK = 64 * 1024
 _SHUTDOWN_TIMEOUT_S = 10.0
 # Bodies being read or decoded at once may hold at most this many times the per-request limit;
@@ -55,6 +78,8 @@ _BODY_BUDGET_FACTOR = 4
 
 # google.rpc.Code values used in Status bodies
 _RPC_INVALID_ARGUMENT = 3
+_RPC_DEADLINE_EXCEEDED = 4
+_RPC_UNAUTHENTICATED = 16
 _RPC_RESOURCE_EXHAUSTED = 8
 _RPC_UNAVAILABLE = 14
 _RPC_UNIMPLEMENTED = 12
@@ -74,6 +99,10 @@ class OtlpHttpReceiver:
         self._host = config.receiver_host
         self._requested_port = config.receiver_port
         self._max_body = config.receiver_max_body_bytes
+        self._read_timeout = config.receiver_read_timeout_s
+        self._config = config
+        self._token = BearerToken(config.receiver_bearer_token) if config.receiver_bearer_token else None
+        self._scheme = "https" if config.receiver_tls_cert_file else "http"
         self._shutdown_timeout = min(config.shutdown_grace_s, _SHUTDOWN_TIMEOUT_S)
         self._metrics = metrics
         self._log_once = LogOnce(log)
@@ -83,6 +112,8 @@ class OtlpHttpReceiver:
         self._accepting = False
         self._in_flight = 0
         self._budget = _BodyBudget(_BODY_BUDGET_FACTOR * self._max_body)
+        self._decode_slot = asyncio.Semaphore(1)  # large bodies are decoded one at a time
+        self._submit_lock = asyncio.Lock()
         self._idle = asyncio.Event()
         self._idle.set()
 
@@ -101,15 +132,19 @@ class OtlpHttpReceiver:
         if self._runner is not None:
             return
         self._sink = sink
+        ssl_context = self._ssl_context()
         # client_max_size guards aiohttp's own readers; we read the body ourselves, bounded.
         app = web.Application(client_max_size=self._max_body + 1)
         app.router.add_route("*", TRACES_PATH, self._handle)
         # auto_decompress=False: gzip is inflated by the decoder with an output bound (zip bombs)
-        # and the size limit applies to what we actually decode.
+        # and the size limit applies to what we actually decode. logger: requests aiohttp's parser
+        # refuses never reach a handler; this is where they are counted (and logged once).
         runner = web.AppRunner(app, access_log=None, handle_signals=False,
-                               shutdown_timeout=self._shutdown_timeout, auto_decompress=False)
+                               shutdown_timeout=self._shutdown_timeout, auto_decompress=False,
+                               logger=_ProtocolErrorLog(self))
         await runner.setup()
-        site = web.TCPSite(runner, self._host, self._requested_port, reuse_address=True)
+        site = web.TCPSite(runner, self._host, self._requested_port, reuse_address=True,
+                           ssl_context=ssl_context)
         try:
             await site.start()
         except OSError as exc:  # port in use, address not local, no permission: a setting is wrong
@@ -121,7 +156,24 @@ class OtlpHttpReceiver:
         self._runner = runner
         self._port = _bound_port(runner, self._requested_port)
         self._accepting = True
-        log.info("OTLP/HTTP receiver listening on http://%s:%d%s", self._host, self._port, TRACES_PATH)
+        log.info("OTLP/HTTP receiver listening on %s://%s:%d%s%s", self._scheme, self._host, self._port,
+                 TRACES_PATH, " (bearer token required)" if self._token is not None else "")
+
+    def _ssl_context(self) -> ssl.SSLContext | None:
+        c = self._config
+        if not c.receiver_tls_cert_file or not c.receiver_tls_key_file:
+            return None
+        return server_ssl_context(
+            c.receiver_tls_cert_file, c.receiver_tls_key_file, c.receiver_tls_client_ca_file,
+            lambda: self._auth_failed(sc.AUTH_FAILED_TLS),
+            setting="--receiver-tls-cert-file / --receiver-tls-key-file / --receiver-tls-client-ca-file")
+
+    def _auth_failed(self, reason: str) -> None:
+        counter = getattr(self._metrics, "auth_failures", None)  # AgentMetrics has it; other sinks may not
+        if counter is not None:
+            counter.labels(sc.ENDPOINT_RECEIVER, reason).inc()
+        self._log_once.warning(f"auth:{reason}", "OTLP receiver: refused a client (%s authentication failed)",
+                               reason)
 
     async def stop(self) -> None:
         """Stop accepting connections, let in-flight requests finish (bounded). Idempotent.
@@ -162,6 +214,13 @@ class OtlpHttpReceiver:
             return _status_response(405, _RPC_UNIMPLEMENTED, f"method {request.method} not allowed; use POST",
                                     CONTENT_TYPE_JSON, headers={hdrs.ALLOW: hdrs.METH_POST})
         response_type = _response_type(request.headers.get(hdrs.CONTENT_TYPE))
+        if self._token is not None and not self._token.accepts(request.headers.get(hdrs.AUTHORIZATION)):
+            self._count(sc.OUTCOME_UNAUTHORIZED)
+            self._auth_failed(sc.AUTH_FAILED_TOKEN)
+            response = _status_response(401, _RPC_UNAUTHENTICATED, "missing or wrong bearer token", response_type,
+                                        headers={hdrs.WWW_AUTHENTICATE: 'Bearer realm="ragmon"'})
+            response.force_close()  # do not read (or keep a connection for) an unauthenticated body
+            return response
         sink = self._sink
         if sink is None or not self._accepting:
             self._count(sc.OUTCOME_THROTTLED)
@@ -175,11 +234,17 @@ class OtlpHttpReceiver:
                                     headers={hdrs.RETRY_AFTER: str(RETRY_AFTER_S)})
         try:
             with self._budget.reservation() as reservation:
-                body = await self._read_body(request, reservation)
+                try:
+                    async with asyncio.timeout(self._read_timeout):
+                        body = await self._read_body(request, reservation)
+                except TimeoutError:
+                    return self._read_timed_out(response_type)
                 if len(body) > _THREAD_DECODE_BYTES:
-                    batch = await asyncio.to_thread(self._decode, request, body)
+                    async with self._decode_slot:
+                        batch = await asyncio.to_thread(self._decode, request, body)
                 else:
                     batch = self._decode(request, body)
+                del body
         except DecodeError as exc:
             return self._reject(exc, response_type)
         except _BudgetExceeded:
@@ -199,16 +264,50 @@ class OtlpHttpReceiver:
             self._log_once.warning("malformed_span", "OTLP receiver: rejected %d malformed span(s): %s",
                                    batch.rejected_spans, "; ".join(batch.errors[:3]))
         if batch.spans:
-            self._metrics.spans_received.labels(self.name).inc(len(batch.spans))
-            try:
-                sink.submit(batch.spans, None)
-            except Exception:  # noqa: BLE001  # the sink must not raise; if it does, the client should retry
-                self._count(sc.OUTCOME_REJECTED)
-                self._log_once.warning("submit", "OTLP receiver: sink.submit failed", exc_info=True)
-                return _status_response(503, _RPC_UNAVAILABLE, "agent failed to accept spans", response_type,
-                                        headers={hdrs.RETRY_AFTER: str(RETRY_AFTER_S)})
+            async with self._submit_lock:
+                if not _admits(sink, batch.spans):
+                    # Nothing of this export was accepted: the client retries it later, instead of
+                    # an answer 200 followed by skips{backlog_full} that no exporter ever retries.
+                    self._count(sc.OUTCOME_THROTTLED)
+                    self._log_once.warning("admission", "OTLP receiver: the judge backlog cannot take this "
+                                           "export's traces; answering 503 Retry-After")
+                    return _status_response(503, _RPC_UNAVAILABLE, "agent is busy; retry later", response_type,
+                                            headers={hdrs.RETRY_AFTER: str(RETRY_AFTER_S)})
+                self._metrics.spans_received.labels(self.name).inc(len(batch.spans))
+                try:
+                    await self._submit(sink, batch.spans)
+                except Exception:  # noqa: BLE001  # the sink must not raise; if it does, the client should retry
+                    self._count(sc.OUTCOME_REJECTED)
+                    self._log_once.warning("submit", "OTLP receiver: sink.submit failed", exc_info=True)
+                    return _status_response(503, _RPC_UNAVAILABLE, "agent failed to accept spans", response_type,
+                                            headers={hdrs.RETRY_AFTER: str(RETRY_AFTER_S)})
         self._count(sc.OUTCOME_PARTIAL if batch.rejected_spans else sc.OUTCOME_OK)
         return _export_response(batch, response_type)
+
+    async def _submit(self, sink: SpanSink, spans: Sequence[SpanRecord]) -> None:
+        """Hand spans over in slices, yielding to the loop between them: a huge export must not
+        keep health probes and other requests waiting for seconds."""
+        for start in range(0, len(spans), _SUBMIT_SLICE):
+            if start:
+                await asyncio.sleep(0)
+            sink.submit(spans[start:start + _SUBMIT_SLICE], None)
+
+    def _read_timed_out(self, response_type: str) -> web.Response:
+        self._count(sc.OUTCOME_REJECTED)
+        self._metrics.dropped.labels(sc.DROP_READ_TIMEOUT).inc()
+        self._log_once.warning("read_timeout", "OTLP receiver: request body not received within %.1f s; "
+                               "answering 408 and closing the connection", self._read_timeout)
+        response = _status_response(408, _RPC_DEADLINE_EXCEEDED,
+                                    f"request body not received within {self._read_timeout:g} s", response_type)
+        response.force_close()
+        return response
+
+    def protocol_error(self, exc: BaseException) -> None:
+        """aiohttp refused a request before any handler ran (called by ``_ProtocolErrorLog``)."""
+        self._count(sc.OUTCOME_REJECTED)
+        self._metrics.dropped.labels(sc.DROP_MALFORMED_REQUEST).inc()
+        self._log_once.warning("protocol", "OTLP receiver: refused malformed HTTP (400): %s",
+                               str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__)
 
     async def _read_body(self, request: web.Request, reservation: _Reservation) -> bytes:
         declared = request.content_length
@@ -220,8 +319,6 @@ class OtlpHttpReceiver:
             raise DecodeError(
                 f"unsupported content type {media or '(none)'!r}; use {CONTENT_TYPE_PROTOBUF} or {CONTENT_TYPE_JSON}",
                 reason=sc.DROP_UNSUPPORTED_MEDIA)
-        if declared is not None:
-            reservation.take(declared)
         chunks: list[bytes] = []
         size = 0
         try:
@@ -229,8 +326,9 @@ class OtlpHttpReceiver:
                 size += len(chunk)
                 if size > self._max_body:
                     raise DecodeError(f"body exceeds {self._max_body} bytes", reason=sc.DROP_BODY_TOO_LARGE)
-                if declared is None:  # chunked transfer: reserve as it arrives
-                    reservation.take(len(chunk))
+                # reserve what arrives, not what is announced: a client that declares 16 MiB and
+                # goes silent must not keep everyone else out
+                reservation.take(len(chunk))
                 chunks.append(chunk)
         except (ConnectionError, HttpProcessingError, asyncio.IncompleteReadError) as exc:
             # the client went away or broke the framing mid-body: nothing decodable arrived
@@ -299,6 +397,44 @@ def _bound_port(runner: web.AppRunner, requested: int) -> int:
         if isinstance(address, tuple) and len(address) >= 2:
             return int(address[1])
     return requested
+
+
+def _admits(sink: SpanSink, spans: Sequence[SpanRecord]) -> bool:
+    """The agent's admission check (``Agent.admit``); a sink without one admits everything."""
+    admit: Any = getattr(sink, "admit", None)
+    if admit is None:
+        return True
+    try:
+        return bool(admit(spans))
+    except Exception:  # a broken admission probe must not take the receiver down
+        log.debug("sink.admit() failed", exc_info=True)
+        return True
+
+
+class _ProtocolErrorLog:
+    """The ``logger`` aiohttp's request handler reports protocol errors to. A request its parser
+    refuses (bad Content-Length, smuggling-shaped framing, a TLS or non-HTTP client) gets a 400
+    from aiohttp and never reaches a handler: count it here and log it once, without the
+    traceback aiohttp would print for every one."""
+
+    def __init__(self, receiver: OtlpHttpReceiver) -> None:
+        self._receiver = receiver
+
+    def exception(self, msg: str, *args: object, exc_info: object = None, **kw: object) -> None:
+        self._report(msg, args, exc_info, logging.WARNING)
+
+    def debug(self, msg: str, *args: object, exc_info: object = None, **kw: object) -> None:
+        self._report(msg, args, exc_info, logging.DEBUG)
+
+    def _report(self, msg: str, args: tuple[object, ...], exc_info: object, level: int) -> None:
+        if isinstance(exc_info, HttpProcessingError):
+            self._receiver.protocol_error(exc_info)
+            return
+        if isinstance(exc_info, BaseException) and level >= logging.WARNING:
+            self._receiver._log_once.warning(f"aiohttp:{type(exc_info).__name__}", "OTLP receiver: " + msg,
+                                             *args, exc_info=True)
+            return
+        log.log(level, msg, *args)
 
 
 def _backpressure(sink: SpanSink) -> bool:

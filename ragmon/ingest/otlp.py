@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -164,9 +165,17 @@ def _decode_protobuf(raw: bytes) -> DecodedBatch:
 
 def _decode_json(raw: bytes) -> DecodedBatch:
     try:
-        document = json.loads(raw)
+        # Strict UTF-8 (json.loads on bytes would let encoded surrogates through, 'surrogatepass').
+        text = raw.decode("utf-8-sig")
+        document = json.loads(text)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise DecodeError(f"body is not valid JSON: {exc}") from exc
+        raise DecodeError(f"body is not valid JSON: {_short(exc)}") from exc
+    if _SURROGATE_ESCAPE.search(text):
+        # "\ud800" escapes are valid JSON but not valid Unicode text: such a string cannot be
+        # encoded as UTF-8 later (a label value once broke every /metrics scrape). Lone
+        # surrogates become U+FFFD, as Go's encoding/json (the Collector) does; pairs were
+        # already combined by the parser.
+        document = _replace_lone_surrogates(document)
     if not isinstance(document, dict):
         raise DecodeError("OTLP/JSON body must be a JSON object with 'resourceSpans'")
     fast = fast_decode(document, _id_problem, MAX_ERROR_MESSAGES)
@@ -184,6 +193,20 @@ def _decode_json_reference(document: dict[str, Any]) -> DecodedBatch:
     except (json_format.ParseError, ValueError, TypeError, AttributeError, RecursionError) as exc:
         raise DecodeError(f"body is not valid OTLP/JSON: {_short(exc)}") from exc
     return _convert_request(request)
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _replace_lone_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_replace_lone_surrogates(item) for item in value]
+    if isinstance(value, dict):
+        return {_replace_lone_surrogates(k): _replace_lone_surrogates(v) for k, v in value.items()}
+    return value
 
 
 # --- OTLP/JSON id fix-up -------------------------------------------------------------------------

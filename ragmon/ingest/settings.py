@@ -16,6 +16,11 @@ class HttpReceiverSettings:
     receiver_port: int
     receiver_max_body_bytes: int
     shutdown_grace_s: float
+    receiver_read_timeout_s: float = 30.0
+    receiver_tls_cert_file: str | None = None
+    receiver_tls_key_file: str | None = None
+    receiver_tls_client_ca_file: str | None = None
+    receiver_bearer_token: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

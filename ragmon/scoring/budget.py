@@ -104,3 +104,12 @@ class TokenBudget:
             return
         for w in self._windows:
             self._on_remaining(w.name, w.remaining)
+
+
+def budget_traces_per_s(per_minute: int, per_day: int, tokens_per_trace: float) -> float | None:
+    """Judged traces per second a token budget sustains at ``tokens_per_trace`` (None: no budget or
+    no estimate yet). Power-based sampling plans within this (ragmon/scoring/power.py)."""
+    if tokens_per_trace <= 0:
+        return None
+    limits = [limit / seconds for limit, seconds in ((per_minute, 60.0), (per_day, 86_400.0)) if limit > 0]
+    return min(limits) / tokens_per_trace if limits else None

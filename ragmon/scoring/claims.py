@@ -7,6 +7,7 @@ claim is later checked against the context sentences that support it best.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass
@@ -298,3 +299,72 @@ def facts(text: str) -> TextFacts:
         entities=frozenset(entities(text)),
         negations=negation_count(text),
     )
+
+
+# --- structured (JSON) contexts -------------------------------------------------------------
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_CLOCK_RANGE = re.compile(r"^(\d{1,2}):(\d{1,2})\s*-\s*(\d{1,2}):(\d{1,2})$")
+MAX_STRUCTURED_SENTENCES = 400
+
+
+def _key_words(key: str) -> str:
+    return _CAMEL.sub(" ", key).replace("_", " ").replace("-", " ").strip().lower()
+
+
+def _clock(hour: int, minute: int) -> str:
+    suffix = "am" if hour % 24 < 12 else "pm"
+    h12 = hour % 12 or 12
+    return f"{h12}:{minute:02d} {suffix}" if minute else f"{h12} {suffix}"
+
+
+def _leaf_text(value: object) -> str:
+    if value is True:
+        return "yes"
+    if value is False:
+        return "no"
+    if value is None:
+        return "unknown"
+    if isinstance(value, float) and value.is_integer():
+        return f"{value:g}"
+    text = str(value)
+    m = _CLOCK_RANGE.match(text.strip())
+    if m:  # "11:0-17:0" (opening hours) as people write it: "11 am to 5 pm (11:00-17:00)"
+        h1, m1, h2, m2 = (int(g) for g in m.groups())
+        return f"{_clock(h1, m1)} to {_clock(h2, m2)} ({h1}:{m1:02d}-{h2}:{m2:02d})"
+    return text
+
+
+def structured_sentences(text: str) -> list[str] | None:
+    """A JSON object/array context as sentences a claim can be checked against, or None when
+    ``text`` is not JSON: each scalar becomes "<key path in words>: <value>" (booleans as yes/no,
+    opening hours in am/pm as well), long string values keep their own sentences."""
+    stripped = text.strip()
+    if not stripped or stripped[0] not in "{[":
+        return None
+    try:
+        data = json.loads(stripped)
+    except ValueError:
+        return None
+    if not isinstance(data, (dict, list)):
+        return None
+    out: list[str] = []
+
+    def walk(value: object, path: list[str]) -> None:
+        if len(out) >= MAX_STRUCTURED_SENTENCES:
+            return
+        if isinstance(value, dict):
+            for k, v in value.items():
+                walk(v, [*path, _key_words(str(k))])
+        elif isinstance(value, list):
+            for item in value:
+                walk(item, path)
+        else:
+            leaf = _leaf_text(value)
+            prefix = " ".join(p for p in path[-3:] if p)
+            if isinstance(value, str) and len(leaf.split()) > 12:  # free text: its own sentences
+                out.extend(split_sentences(leaf))
+            else:
+                out.append(f"{prefix}: {leaf}" if prefix else leaf)
+
+    walk(data, [])
+    return out[:MAX_STRUCTURED_SENTENCES]

@@ -17,7 +17,7 @@ def build_judge(config: AgentConfig, metrics: JudgeMetrics | None = None) -> Jud
     if config.judge == "local":
         from .local import LocalJudge  # heavy imports only for the judge actually used
 
-        judge: Judge = LocalJudge(config.judge_model_path, config.judge_model_sha256)
+        judge: Judge = LocalJudge(config.judge_model_path, config.judge_model_sha256, profile=config.judge_profile)
         return judge
     if config.judge == "llm":
         from .llm import LlmJudge

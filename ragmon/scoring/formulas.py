@@ -5,8 +5,12 @@ The definitions follow RAGAS (Es et al., 2023, and the ``ragas`` library):
 * faithfulness      = supported claims / claims
                       (no claims -> ``None``: an answer that states nothing cannot be
                       checked; it is *not* counted as perfectly faithful)
-* context precision = Σᵢ (precision@i · vᵢ) / (Σᵢ vᵢ + ε), vᵢ ∈ {0, 1} in rank order
-                      (no contexts -> ``None``; all irrelevant -> 0)
+* context precision = Σᵢ (precision@i · vᵢ) / Σᵢ vᵢ, vᵢ ∈ {0, 1} in rank order
+                      (no contexts -> ``None``; all irrelevant -> 0). RAGAS writes the
+                      denominator Σᵢ vᵢ + ε only to turn the all-irrelevant 0/0 into 0; that case
+                      is handled explicitly, so every other score is exact (one relevant context
+                      out of two at rank 2 is 0.5, not 0.49999999995, and compares equal to a
+                      0.5 threshold).
 * answer relevancy  = mean cosine(generated question_j, user question), 0 when the answer
                       is noncommittal (no generated question -> ``None``); clipped to [0, 1]
                       because ``Scores`` are ratios (a negative cosine means "unrelated").
@@ -36,10 +40,11 @@ Abstention (``no_answer`` questions): 1.0 when the app declined to answer, 0.0 w
 from __future__ import annotations
 
 from collections.abc import Sequence
+from fractions import Fraction
 
 import numpy as np
 
-EPSILON = 1e-10  # RAGAS's ε: keeps the all-irrelevant case at 0 instead of 0/0
+EPSILON = 1e-10  # RAGAS's ε (kept for callers); context_precision no longer needs it
 
 
 def faithfulness(verdicts: Sequence[bool]) -> float | None:
@@ -49,18 +54,25 @@ def faithfulness(verdicts: Sequence[bool]) -> float | None:
     return sum(1 for v in verdicts if v) / len(verdicts)
 
 
-def context_precision(verdicts: Sequence[bool], epsilon: float = EPSILON) -> float | None:
-    """RAGAS rank-weighted average precision over per-context relevance verdicts (rank order)."""
+def context_precision(verdicts: Sequence[bool], epsilon: float = 0.0) -> float | None:
+    """RAGAS rank-weighted average precision over per-context relevance verdicts (rank order).
+
+    Exact: computed in rationals and rounded once, with no ε in the denominator (all
+    irrelevant -> 0.0). A positive ``epsilon`` reproduces RAGAS's ``Σ vᵢ + ε`` denominator."""
     if not verdicts:
         return None
     relevant_so_far = 0
-    numerator = 0.0
+    numerator = Fraction(0)
     for i, relevant in enumerate(verdicts, start=1):
         if relevant:
             relevant_so_far += 1
-            numerator += relevant_so_far / i  # precision@i, counted only where v_i = 1
-    score = numerator / (relevant_so_far + epsilon)
-    return min(1.0, max(0.0, score))
+            numerator += Fraction(relevant_so_far, i)  # precision@i, counted only where v_i = 1
+    if relevant_so_far == 0:
+        return 0.0
+    if epsilon:
+        return min(1.0, max(0.0, float(numerator) / (relevant_so_far + epsilon)))
+    # in rationals, rounded once: every score is the float nearest the true ratio
+    return min(1.0, max(0.0, float(numerator / relevant_so_far)))
 
 
 def mean_cosine(question_vector: np.ndarray, generated_vectors: np.ndarray) -> float:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from . import local_coefficients as coef
-from .claims import TextFacts, content_tokens
+from .claims import TextFacts, content_tokens, facts
 from .evidence import ClaimEvidence
 
 # Scores are shifted so that 0.5 is the best balanced-accuracy threshold found when fitting:
@@ -83,11 +83,33 @@ def claim_support(e: ClaimEvidence) -> float:
     return _sigmoid(_linear(coef.CLAIM_WEIGHTS, claim_features(e)))
 
 
-def answer_features(evidence: Sequence[ClaimEvidence], supports: Sequence[float]) -> dict[str, float]:
+@dataclass(frozen=True, slots=True)
+class TraceShape:
+    """What kind of trace this is, as far as the judge can see: the faithfulness model may set
+    its intercept per kind (a summary of one long document, a JSON record, a short claim)."""
+
+    has_question: bool = True
+    structured_share: float = 0.0  # share of the contexts that are JSON
+    context_words: int = 0
+
+
+def answer_features(
+    evidence: Sequence[ClaimEvidence], supports: Sequence[float], shape: TraceShape | None = None
+) -> dict[str, float]:
     """Answer-level aggregates of the per-claim evidence (input of the faithfulness model)."""
     n = len(evidence)
     feats = [claim_features(e) for e in evidence]
+    shape = shape or TraceShape()
     return {
+        "no_question": 0.0 if shape.has_question else 1.0,
+        "structured": shape.structured_share,
+        "log_context_words": math.log1p(shape.context_words) / 10.0,
+        "single_claim": 1.0 if n == 1 else 0.0,
+        "any_contradiction": 1.0 if any(e.contradiction() for e in evidence) else 0.0,
+        "share_contradicted": sum(e.contradiction() is not None for e in evidence) / n,
+        "max_soft_novel_share": max(e.soft_novel / max(1, e.n_tokens) for e in evidence),
+        "mean_soft_novel_share": sum(e.soft_novel / max(1, e.n_tokens) for e in evidence) / n,
+        "max_novel_share": max(e.novel_tokens / max(1, e.n_tokens) for e in evidence),
         "min_support": min(supports),
         "mean_support": sum(supports) / n,
         "min_cos": min(f["max_cos"] for f in feats),
@@ -121,19 +143,90 @@ def answer_features(evidence: Sequence[ClaimEvidence], supports: Sequence[float]
     }
 
 
-def faithfulness(evidence: Sequence[ClaimEvidence], supports: Sequence[float]) -> float:
-    z = _linear(coef.ANSWER_WEIGHTS, answer_features(evidence, supports))
-    score = _sigmoid(z - _logit(coef.FAITHFULNESS_THRESHOLD))
-    if any(e.contradiction() for e in evidence):
+SHAPE_FEATURES = ("no_question", "structured", "log_context_words", "single_claim")
+
+
+def with_interactions(features: dict[str, float]) -> dict[str, float]:
+    """``features`` plus each evidence feature times the "no question" (summaries, data-to-text,
+    claims) and "JSON contexts" flags: the faithfulness model may weigh evidence differently there."""
+    out = dict(features)
+    for name, value in features.items():
+        if name not in SHAPE_FEATURES and "*" not in name:
+            out[f"{name}*nq"] = value * features["no_question"]
+            out[f"{name}*st"] = value * features["structured"]
+    return out
+
+
+FAITHFULNESS_PROFILE_FEATURES = [
+    *ANSWER_BASE_FEATURES, "min_support", "mean_support", "share_unsupported", "novel_share_total",
+    "log_answer_tokens", "mean_novel_run", "share_runs", "log_weighted_novel", "log_cos_weighted_novel",
+    "min_rare_coverage", "mean_rare_coverage", "log_rare_novel_total", "log_soft_novel_total", "max_soft_novel",
+    "no_question", "structured", "log_context_words", "single_claim", "any_contradiction", "share_contradicted",
+    "max_soft_novel_share", "mean_soft_novel_share", "max_novel_share",
+]
+FAITHFULNESS_PROFILE_FEATURES += [f"{n}*{k}" for k in ("nq", "st") for n in FAITHFULNESS_PROFILE_FEATURES
+                                  if n not in SHAPE_FEATURES]
+
+
+def faithfulness(
+    evidence: Sequence[ClaimEvidence], supports: Sequence[float], shape: TraceShape | None = None,
+    weights: dict[str, float] | None = None, threshold: float | None = None,
+) -> float:
+    """P(faithful) on balanced classes, shifted so that ``threshold`` (the shipped one by
+    default) lands on 0.5; an explicit contradiction caps it below 0.5 when ``CAP_CONTRADICTIONS``."""
+    z = _linear(coef.ANSWER_WEIGHTS if weights is None else weights,
+                with_interactions(answer_features(evidence, supports, shape)))
+    t = coef.FAITHFULNESS_THRESHOLD if threshold is None else threshold
+    score = _sigmoid(z - _logit(t))
+    if coef.CAP_CONTRADICTIONS and any(e.contradiction() for e in evidence):
         score = min(score, CONTRADICTION_CAP)
     return score
 
 
 # --- answer relevancy -----------------------------------------------------------------------
-def answer_relevancy(whole_cos: float, best_claim_cos: float) -> float:
-    """Cosine(question, answer) mapped to [0, 1]: ~0.1 is unrelated text, ~0.55+ on topic."""
-    cos = max(whole_cos, best_claim_cos)
-    return _clip01((cos - coef.RELEVANCY_COS_LOW) / (coef.RELEVANCY_COS_HIGH - coef.RELEVANCY_COS_LOW))
+RELEVANCY_FEATURES = ["cos", "new_info", "type_match", "type_other"]
+# An answer that declines to answer does not address the question, whatever its words: it is
+# capped here (RAGAS scores "noncommittal" answers 0); ``details.abstained`` says why.
+REFUSAL_CAP = 0.1
+
+
+def relevancy_features(question: str, answer: str, whole_cos: float, best_claim_cos: float) -> dict[str, float]:
+    """Does the answer address the question: closeness in meaning (cosine), information beyond
+    the question's own words (an echo of the question has none) and the answer type the
+    question asks for (a date for "when", a quantity for "how many", a name for "who")."""
+    q = facts(question)
+    a = facts(answer)
+    a_tokens = set(content_tokens(answer))
+    new = a_tokens - q.tokens
+    qtype = question_type(question)
+    text = answer.lower()
+    if qtype == "date":
+        match = 1.0 if _YEAR_OR_MONTH.search(text) else 0.0
+    elif qtype == "number":
+        match = 1.0 if (_MONEY.search(answer) if _MONEY_Q.search(question.lower()) else
+                        any(not _YEAR.match(n) for n in a.numbers - q.numbers)) else 0.0
+    elif qtype in ("person", "place", "named"):
+        match = 1.0 if (a.entities - q.tokens) else 0.0
+    else:
+        match = 0.0
+    return {
+        "cos": max(whole_cos, best_claim_cos),
+        "whole_cos": whole_cos,
+        "new_share": len(new) / len(a_tokens) if a_tokens else 0.0,
+        # content words the question does not contain, saturating at 3: an echo has none, and a
+        # short exact answer ("330 metres, completed in 1889") needs no more than a long one
+        "new_info": min(len(new), 3) / 3.0,
+        "type_match": match,
+        "type_other": 1.0 if qtype == "other" else 0.0,
+    }
+
+
+def answer_relevancy(features: dict[str, float], abstained: bool = False,
+                     weights: dict[str, float] | None = None, threshold: float = 0.5) -> float:
+    """P(the answer addresses the question), on balanced classes (0.5 = as likely as not)."""
+    z = _linear(coef.RELEVANCY_WEIGHTS if weights is None else weights, features)
+    score = _sigmoid(z - _logit(threshold))
+    return min(score, REFUSAL_CAP) if abstained else score
 
 
 # --- context relevance ----------------------------------------------------------------------
@@ -269,7 +362,7 @@ def context_features(question_text: str, question: TextFacts, contexts: Sequence
     return raw
 
 
-def context_relevance(f: ContextFeatures) -> float:
+def context_relevance(f: ContextFeatures, threshold: float | None = None) -> float:
     """P(answers the question) x P(on topic at all), centred so that 0.5 is the threshold."""
     p = _sigmoid(_linear(coef.CONTEXT_WEIGHTS, f)) * _sigmoid(_linear(coef.TOPIC_WEIGHTS, f))
-    return _sigmoid(_logit(p) - _logit(coef.CONTEXT_THRESHOLD))
+    return _sigmoid(_logit(p) - _logit(coef.CONTEXT_THRESHOLD if threshold is None else threshold))

@@ -4,6 +4,12 @@ Pure and synchronous. The rate decision is ``ragmon.sampling.in_sample`` on the 
 so every replica decides the same way and smaller samples nest inside larger ones.
 Priority rules pick a trace regardless of the rate, because those are the traces an
 operator most wants explained: errors, negative user feedback, slow or weak retrievals.
+
+Two streams. The rate decision is taken *first*: a trace inside the rate is a rate sample
+whatever else it is (an errored trace that the hash picks is part of the unbiased sample), and
+only traces outside the rate can be priority samples. Scores carry the stream as the ``sample``
+label (``rate`` | ``priority``); means, drop alerts and power estimates read the rate stream
+only, because priority traces are chosen for being bad and would move the mean on their own.
 """
 
 from __future__ import annotations
@@ -23,6 +29,11 @@ class SampleDecision:
     sampled: bool
     reason: str  # a semconv SAMPLED_* value when sampled, SKIP_NOT_SAMPLED otherwise
 
+    @property
+    def stream(self) -> str:
+        """``sample`` label of the trace's scores: SAMPLE_STREAM_RATE or SAMPLE_STREAM_PRIORITY."""
+        return sc.SAMPLE_STREAM_RATE if self.reason == sc.SAMPLED_RATE else sc.SAMPLE_STREAM_PRIORITY
+
 
 @dataclass(frozen=True, slots=True)
 class SamplingPolicy:
@@ -36,7 +47,10 @@ class SamplingPolicy:
     def rate_for(self, pipeline: str) -> float:
         return self.pipeline_rates.get(pipeline, self.rate)
 
-    def decide(self, trace: RagTrace) -> SampleDecision:
+    def decide(self, trace: RagTrace, rate: float | None = None) -> SampleDecision:
+        """Rate first (``rate`` overrides the configured one: power-based sampling), then priority rules."""
+        if in_sample(trace.trace_id, self.rate_for(trace.pipeline) if rate is None else rate):
+            return SampleDecision(True, sc.SAMPLED_RATE)
         if self.priority_errors and trace.error_type:
             return SampleDecision(True, sc.SAMPLED_PRIORITY_ERROR)
         if self.priority_feedback and is_negative_feedback(trace.attributes.get(sc.RAGMON_FEEDBACK)):
@@ -51,8 +65,6 @@ class SamplingPolicy:
             top = trace.top_retrieval_score
             if top is not None and top < self.min_top_score:
                 return SampleDecision(True, sc.SAMPLED_PRIORITY_LOW_SCORE)
-        if in_sample(trace.trace_id, self.rate_for(trace.pipeline)):
-            return SampleDecision(True, sc.SAMPLED_RATE)
         return SampleDecision(False, sc.SKIP_NOT_SAMPLED)
 
 

@@ -17,7 +17,8 @@ Duck-typed, with no import of the libraries whose shapes we read:
 
 The id comes from the document when it has one (its own id, else an id-like metadata key, else
 ``source#<hash>`` so chunks of one file stay distinct), and otherwise is a stable content hash.
-The hash rule lives in :mod:`ragmon.doc_ids`, shared with the agent's extractor.
+The whole rule (metadata keys included) lives in :mod:`ragmon.doc_ids`, shared with the agent's
+extractor.
 """
 
 from __future__ import annotations
@@ -28,13 +29,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..doc_ids import content_id, source_chunk_id
+from ..doc_ids import content_id, metadata_id
 
 ID_KEYS = ("id", "doc_id", "document_id", "chunk_id", "_id", "node_id")
 CONTENT_KEYS = ("content", "text", "page_content", "document", "chunk", "body")
 SCORE_KEYS = ("score", "similarity", "relevance_score", "_score")
 METADATA_KEYS = ("metadata", "meta", "payload", "_source")
-SOURCE_KEY = "source"
 _KNOWN_KEYS = frozenset((*ID_KEYS, *CONTENT_KEYS, *SCORE_KEYS))
 
 
@@ -164,14 +164,7 @@ def _from_object(item: Any) -> DocRecord:
 def _resolve_id(doc_id: Any, content: str | None, metadata: Mapping[str, Any] | None) -> str:
     if doc_id is not None and doc_id != "":
         return str(doc_id)
-    if metadata is not None:
-        meta_id = _first(metadata, ID_KEYS)
-        if meta_id is not None and meta_id != "":
-            return str(meta_id)
-        source = metadata.get(SOURCE_KEY)
-        if source is not None and source != "":
-            return source_chunk_id(source, content)
-    return content_id(content or "")
+    return metadata_id(metadata, content) or content_id(content or "")
 
 
 def _first(mapping: Mapping[str, Any], keys: tuple[str, ...]) -> Any:

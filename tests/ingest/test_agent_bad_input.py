@@ -123,8 +123,14 @@ async def test_ten_thousand_open_traces_and_the_agent_keeps_serving() -> None:
         url = _url(agent)
         async with httpx.AsyncClient(timeout=30) as client:
             flooded = await client.post(url, content=flood.SerializeToString(), headers=PROTO)
-            # ragmon_open_traces is refreshed on the agent's 0.25 s expiry tick: wait for that tick
-            s1 = await _scrape_when_positive(agent, sc.M_OPEN_TRACES)
+            # ragmon_open_traces is refreshed on the agent's 0.25 s expiry tick, which may also fall
+            # between two slices of the export's submission: wait for a tick after all of it
+            async def all_open() -> Scrape:
+                s = await asyncio.to_thread(scrape, agent.metrics_port)
+                assert s.value(sc.M_OPEN_TRACES) == 10_000
+                return s
+
+            s1 = await eventually(all_open, timeout_s=10, what="10 000 open traces", interval_s=0.1)
             # still serving: a complete trace goes through while 10 000 wait
             healthy = await client.post(url, content=_rag_trace_body(), headers=PROTO)
             s2 = await _scrape_when_positive(agent, f"{sc.M_TRACES_RECEIVED}_total", service="bad-input-svc")

@@ -14,6 +14,7 @@ from opentelemetry import trace as trace_api
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from ragmon import semconv as sc
+from ragmon.doc_ids import source_chunk_id
 from ragmon.ingest.extract import build_rag_trace, content_id
 from ragmon.types import RagTrace
 from tests.ingest.otel_helpers import SpanFactory
@@ -93,7 +94,8 @@ def test_ragmon_sdk_trace() -> None:
     assert t.top_retrieval_score == pytest.approx(0.91)
     assert dict(t.attributes) == {
         sc.LLM_MODEL_NAME: "gpt-4o-mini", sc.LLM_PROMPT_TEMPLATE_VERSION: "v7", sc.SESSION_ID: "s-1",
-        sc.USER_ID: "u-9", sc.TAG_TAGS: ["beta"], sc.RAGMON_DOCUMENT_COUNT: 3}
+        sc.USER_ID: "u-9", sc.TAG_TAGS: ["beta"], sc.RAGMON_DOCUMENT_COUNT: 3,
+        sc.RAGMON_CONTEXTS_SOURCE: sc.CONTEXTS_RETRIEVAL}
 
 
 def test_content_rate_left_text_off() -> None:
@@ -342,8 +344,11 @@ def test_openllmetry_langchain(output: str) -> None:
     t = b.build()
     assert t.pipeline == "qa_chain"
     assert (t.question, t.answer) == (QUESTION, ANSWER)
+    # no ids: the source file names each chunk, made distinct by its text (ragmon.doc_ids)
     assert [(d.id, d.content, d.score) for d in t.documents] == [
-        (content_id(DOCS[0][1]), DOCS[0][1], None), (content_id(DOCS[1][1]), DOCS[1][1], None)]
+        (source_chunk_id("account.md", DOCS[0][1]), DOCS[0][1], None),
+        (source_chunk_id("links.md", DOCS[1][1]), DOCS[1][1], None)]
+    assert t.documents[0].id == "account.md#" + content_id(DOCS[0][1])[:8]
     assert t.documents[0].metadata == {"source": "account.md"}
     assert t.retrieval_latency_s == pytest.approx(0.2)
     assert t.generation_latency_s == pytest.approx(1.27)
@@ -442,12 +447,14 @@ def test_genai_ids_only_retrieval_with_one_context_message_per_document() -> Non
     assert [(d.id, d.content) for d in t.documents] == [("kb-1", DOCS[0][1]), ("kb-2", DOCS[1][1])]
 
 
-def test_genai_ids_only_without_matchable_text_keeps_ids_and_scores() -> None:
-    messages = [{"role": "user", "parts": [{"type": "text", "content": f"Context: ...\n\n{QUESTION}"}]}]
+def test_genai_ids_only_without_any_context_text_keeps_ids_and_scores() -> None:
+    messages = [{"role": "system", "parts": [{"type": "text", "content": "Answer briefly."}]},
+                {"role": "user", "parts": [{"type": "text", "content": QUESTION}]}]
     t = _genai_trace(messages, IDS_ONLY)
     assert [(d.id, d.content, d.score) for d in t.documents] == [("kb-1", None, 0.91), ("kb-2", None, 0.72)]
     assert t.question == QUESTION and t.answer == ANSWER
     assert t.content_sampled is True
+    assert t.attributes[sc.RAGMON_CONTEXTS_SOURCE] == sc.CONTEXTS_NONE
 
 
 def test_genai_chat_only_trace_takes_context_from_messages() -> None:
@@ -644,3 +651,58 @@ def test_prompt_and_answer_on_different_members_of_a_nested_llm_group() -> None:
     assert (t.question, t.answer) == (QUESTION, ANSWER)
     assert [(d.id, d.content) for d in t.documents] == [("kb-1", DOCS[0][1]), ("kb-2", DOCS[1][1])]
     assert t.generation_latency_s == pytest.approx(0.93)
+
+
+# --- hostile keys (issue 17, item 11) ---------------------------------------------------------------
+@pytest.mark.parametrize("index", ["²", "①", "٣", "𝟘", "-1", "1e3", " 1"])
+def test_non_ascii_digit_indexes_are_ignored_not_fatal(index: str) -> None:
+    """``"²".isdigit()`` is True but ``int("²")`` raises: one such key crashed the extraction and the
+    assembler's fallback trace (no text) was skipped as no_content."""
+    from ragmon.ingest.assembler import TraceAssembler
+    from ragmon.scoring.sampler import judgeable_skip_reason
+
+    b = TraceBuilder()
+    with b.span("rag", 0, 900, **{sc.INPUT_VALUE: QUESTION, sc.OUTPUT_VALUE: ANSWER}) as root:
+        with b.span("retrieve", 10, 100, root, **{
+                sc.SPAN_KIND: "RETRIEVER", **oi_docs(DOCS[:2]),
+                f"retrieval.documents.{index}.document.content": "hostile",
+                f"retrieval.documents.{index}.document.id": "evil"}):
+            pass
+        with b.span("llm", 110, 800, root, **{
+                sc.SPAN_KIND: "LLM", f"llm.input_messages.{index}.message.content": "x",
+                f"llm.output_messages.{index}.message.content": "y",
+                "llm.output_messages.0.message.role": "assistant",
+                "llm.output_messages.0.message.content": ANSWER}):
+            pass
+    t = b.build()
+    assert [d.id for d in t.documents] == ["kb-1", "kb-2"]
+    assert (t.question, t.answer) == (QUESTION, ANSWER)
+
+    assembler = TraceAssembler(trace_timeout_s=5, max_open_traces=10, max_spans_per_trace=10)
+    closed = [c for span in b.factory.records() for c in assembler.add(span)]
+    assert len(closed) == 1
+    trace = closed[0].trace
+    assert [d.id for d in trace.documents] == ["kb-1", "kb-2"] and trace.content_sampled
+    assert judgeable_skip_reason(trace) is None  # judged, not skipped as no_content
+
+
+# --- only RAG requests (issue 13, item 2) -------------------------------------------------------------
+@pytest.mark.parametrize(("spans", "is_rag"), [
+    ([("GET /health", {"http.route": "/health"}), ("SELECT users", {"db.system": "postgresql"})], False),
+    ([("ragmon.feedback", {sc.RAGMON_FEEDBACK: "negative", sc.RAGMON_PIPELINE: "faq"})], False),  # late feedback
+    ([("embed", {sc.SPAN_KIND: sc.KIND_EMBEDDING, sc.INPUT_VALUE: "text"})], False),
+    ([("faq", {sc.RAGMON_PIPELINE: "faq", sc.INPUT_VALUE: QUESTION, sc.OUTPUT_VALUE: ANSWER})], True),
+    ([("rag", {sc.RAGMON_STAGE: sc.STAGE_PIPELINE})], True),
+    ([("retrieve", {sc.SPAN_KIND: "RETRIEVER", **oi_docs(DOCS[:1])})], True),
+    ([("chat", {sc.GEN_AI_OPERATION_NAME: "chat"})], True),
+], ids=["http-and-db", "late-feedback", "embedding", "ragmon-pipeline-name", "ragmon-stage", "retriever", "chat"])
+def test_traces_that_are_not_rag_requests_are_marked(spans: list[tuple[str, dict[str, Any]]], is_rag: bool) -> None:
+    b = TraceBuilder()
+    with b.span(spans[0][0], 0, 100, **spans[0][1]) as root:
+        for name, attributes in spans[1:]:
+            with b.span(name, 10, 90, root, **attributes):
+                pass
+    t = b.build()
+    assert (sc.RAGMON_NOT_RAG not in t.attributes) is is_rag
+    if not is_rag:
+        assert t.attributes[sc.RAGMON_NOT_RAG] is True

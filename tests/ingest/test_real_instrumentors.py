@@ -17,7 +17,8 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableLambda, RunnablePassthrough
 
-from ragmon.ingest.extract import build_rag_trace, content_id
+from ragmon.doc_ids import source_chunk_id
+from ragmon.ingest.extract import ExtractSettings, build_rag_trace, content_id
 from ragmon.types import RagTrace
 from tests.ingest.otel_helpers import SpanFactory
 
@@ -73,10 +74,21 @@ def instrumented(instrumented_module: tuple[str, SpanFactory]) -> tuple[str, Spa
     return instrumented_module
 
 
-def _trace(factory: SpanFactory) -> RagTrace:
+def _trace(factory: SpanFactory, settings: ExtractSettings | None = None) -> RagTrace:
     records = factory.records()
     assert len({r.trace_id for r in records}) == 1
-    return build_rag_trace(records, complete=True)
+    return build_rag_trace(records, complete=True, settings=settings)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_langchain_pipeline_named_by_configuration(instrumented: tuple[str, SpanFactory]) -> None:
+    _family, factory = instrumented
+    rag_chain(KnowledgeBase()).invoke(QUESTION)
+    renamed = _trace(factory, ExtractSettings(pipeline_rename={"Runnable(Sequence|Parallel)": "support-\\1"}))
+    assert renamed.pipeline == "support-Sequence"
+    # the store's ids only when the deployment says so (--doc-id-keys id): else a content hash
+    only_ids = _trace(factory, ExtractSettings(doc_id_keys=("id",)))
+    assert [d.id for d in only_ids.documents] == ["kb-1", content_id(KB[1].page_content)]
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -85,11 +97,13 @@ def test_langchain_rag_chain(instrumented: tuple[str, SpanFactory]) -> None:
     assert rag_chain(KnowledgeBase()).invoke(QUESTION) == ANSWER
     t = _trace(factory)
     assert (t.question, t.answer) == (QUESTION, ANSWER)
-    # document ids: the store's id from the metadata, else the content hash ragmon's SDK also uses
+    # document ids: the store's id from the metadata, else the source file named in the metadata
+    # (source#<hash8> of the text, as ragmon's SDK writes it), never a bare content hash here
     assert [(d.id, d.content, d.rank) for d in t.documents] == [
-        ("kb-1", KB[0].page_content, 0), (content_id(KB[1].page_content), KB[1].page_content, 1)]
+        ("kb-1", KB[0].page_content, 0), (source_chunk_id("b.md", KB[1].page_content), KB[1].page_content, 1)]
+    assert t.documents[1].id == "b.md#" + content_id(KB[1].page_content)[:8]
     assert t.documents[1].metadata == {"source": "b.md"}
-    assert t.pipeline == "RunnableSequence"
+    assert t.pipeline == "RunnableSequence"  # every LCEL chain of the app: rename it (below)
     assert t.retrieval_latency_s is not None and t.generation_latency_s is not None
     assert t.pipeline_latency_s is not None and t.pipeline_latency_s >= t.generation_latency_s
     assert t.complete and t.content_sampled and t.error_type is None

@@ -49,11 +49,13 @@ pytestmark = [pytest.mark.prometheus, pytest.mark.timeout(300)]
 
 DASHBOARD = REPO / "grafana" / "dashboards" / "ragmon.json"
 SERVICE, PIPELINE = "shop", "qa"
+# judged at rate 0: its negative-feedback trace is a priority sample (the priority panels), with a release
+PRIORITY_PIPELINE = "qa-priority"
 GRAFANA_VARS = {
     "$__rate_interval": "2m",  # > 4 scrape intervals, like Grafana's own rule; covers the test
     "$__range": "1h",
     "$service": SERVICE,
-    "$pipeline": PIPELINE,
+    "$pipeline": f"{PIPELINE}|{PRIORITY_PIPELINE}",
     "$token_price": "0.002",
 }
 EMPTY_OK = {
@@ -61,6 +63,8 @@ EMPTY_OK = {
     "ragmon:kafka_consumer_lag_messages": "recorded from the Kafka lag gauge (see above)",
     "ALERTS{": "only present while an alert is pending or firing; tests/ops/test_alert_e2e.py covers it",
     "ragmon_eval_": "pushed by `ragmon eval` via a Pushgateway; tests/evaluation/test_pushgateway_e2e.py checks them",
+    "ragmon_detect_target_drop_ratio": "0 unless power-based sampling is on (--detect-drop); "
+    "deploy/prometheus/tests/sampling_test.yml and tests/agent/test_sample_streams.py cover it",
 }
 
 
@@ -119,6 +123,14 @@ async def drive_traffic(agent: Agent, fake: FakeOpenAI) -> tuple[list[str], floa
                            extra={sc.RAGMON_FEEDBACK: "negative"}))
         await send(Request(QUESTION, RELEVANT, "It costs 49 dollars per month.", pipeline=PIPELINE,
                            extra={sc.RAGMON_FEEDBACK: "positive"}))
+        # a priority sample (negative feedback outside the rate) carrying a release: its own traffic
+        # object, so the trace-id count of PIPELINE below stays exact
+        priority = OtlpTraffic(f"http://127.0.0.1:{agent.receiver_port}/v1/traces", service=SERVICE)
+        await asyncio.to_thread(priority.send, Request(
+            QUESTION, RELEVANT, "The Pro plan costs 49 dollars.", pipeline=PRIORITY_PIPELINE,
+            extra={sc.RAGMON_FEEDBACK: "negative", sc.LLM_MODEL_NAME: "gpt-test",
+                   sc.LLM_PROMPT_TEMPLATE_VERSION: "v7"}))
+        await asyncio.to_thread(priority.close)
         assert await agent.wait_idle(60)
         await asyncio.sleep(SCRAPE_PACING_S)
         fake.enqueue(Reply.error(400))  # exactly one trace in flight: it fails with http_error
@@ -250,6 +262,7 @@ async def test_every_dashboard_and_rule_expression_returns_data(tmp_path: Path) 
                 "receiver_port": 0,
                 "metrics_port": 0,
                 "sample_rate": 1.0,
+                "pipeline_sample_rates": {PRIORITY_PIPELINE: 0.0},
                 "trace_timeout_s": 1.0,
                 "judge": "llm",
                 "judge_base_url": fake.base_url,

@@ -85,3 +85,22 @@ def test_provisioning_points_at_the_dashboard_folder() -> None:
     assert ds["datasources"][0]["type"] == "prometheus" and ds["datasources"][0]["uid"] == "prometheus"
     compose = (REPO / "deploy" / "docker-compose.yml").read_text()
     assert f"../grafana/dashboards:{prov['providers'][0]['options']['path']}" in compose
+
+
+def test_quality_panels_read_the_rate_stream_and_priority_has_its_own() -> None:
+    """Means, distributions and drops read sample!="priority" (directly or through the recording rules);
+    the priority stream has its own panel; sampling panels and the release annotation exist."""
+    by_title = {p["title"]: p for p in panels()}
+    for p in panels():
+        for t in p["targets"]:
+            if "ragmon_score_ratio_" in t["expr"]:
+                assert 'sample!="priority"' in t["expr"] or 'sample="priority"' in t["expr"], (p["title"], t["expr"])
+    priority = by_title["Priority-sampled traces: mean score"]
+    assert all('sample="priority"' in t["expr"] for t in priority["targets"])
+    assert "ragmon_sample_rate_ratio" in by_title["Judging rate per pipeline"]["targets"][0]["expr"]
+    detectable = " ".join(t["expr"] for t in by_title["Detectable drop per pipeline"]["targets"])
+    assert "ragmon_detectable_drop_ratio" in detectable and "ragmon_detect_target_drop_ratio" in detectable
+    z = by_title["Drop significance (Welch z, 1h vs 7d)"]
+    assert [s["value"] for s in z["fieldConfig"]["defaults"]["thresholds"]["steps"]][1:] == [1.96]
+    annotations = {a["name"]: a for a in load()["annotations"]["list"]}
+    assert "ragmon_release_info" in annotations["ragmon releases"]["expr"]

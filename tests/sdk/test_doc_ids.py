@@ -1,6 +1,7 @@
 """One document-id rule for SDK and agent (``ragmon.doc_ids``).
 
-A document that comes without an id gets a content hash. The SDK writes that id on its
+A document that comes without an id of its own takes one from its metadata (``id``, ``doc_id``,
+... then ``source`` -> ``source#<hash8>``), else a content hash. The SDK writes that id on its
 retriever spans; the agent's extractor makes the same id up for documents that other
 instrumentation (OpenInference, OTel GenAI, OpenLLMetry) sent without one. Gold ids in a golden
 set, de-duplication and retrieval metrics all depend on the two agreeing for the same text.
@@ -15,10 +16,11 @@ from typing import Any
 import pytest
 
 import ragmon
+import ragmon.config
 from ragmon import doc_ids
 from ragmon import semconv as sc
 from ragmon.ingest import extract
-from ragmon.ingest.extract import build_rag_trace
+from ragmon.ingest.extract import ExtractSettings, build_rag_trace
 from ragmon.ingest.otlp import decode_export_request
 from ragmon.sdk import documents
 from tests.ingest.otel_helpers import SpanFactory
@@ -107,3 +109,84 @@ def test_sdk_ids_match_extractor_ids_for_the_same_content(
     else:
         extracted = _openllmetry_event_ids()
     assert extracted == sdk
+
+
+# --- ids from metadata (issue 13, item 4) --------------------------------------------------------
+META_DOCS = [  # (metadata, text, expected id)
+    ({"id": "kb-1", "source": "a.md"}, "Passwords are reset from the account page.", "kb-1"),
+    ({"doc_id": 42}, "Reset links expire after 24 hours.", "42"),
+    ({"source": "b.md", "page": 3}, "Billing questions go to finance.", None),  # source#<hash8>
+    ({"page": 4}, "No id anywhere in this one.", None),  # content hash
+]
+
+
+def _expected_meta_ids() -> list[str]:
+    return [expected or (doc_ids.source_chunk_id(meta["source"], text) if "source" in meta
+                         else doc_ids.content_id(text)) for meta, text, expected in META_DOCS]
+
+
+def test_metadata_rule_is_pinned() -> None:
+    assert doc_ids.METADATA_ID_KEYS == ("id", "doc_id", "document_id", "chunk_id", "_id", "node_id", "source#")
+    text = "Paris is the capital of France."
+    assert doc_ids.metadata_id({"source": "a.pdf", "id": " kb-9 "}, text) == "kb-9"
+    assert doc_ids.metadata_id({"source": "a.pdf"}, text) == doc_ids.source_chunk_id("a.pdf", text)
+    assert doc_ids.metadata_id({"id": "", "doc_id": None, "chunk_id": True, "_id": [1]}, text) is None
+    assert doc_ids.metadata_id({"url": "https://x/y"}, text, keys=("url#",)) == "https://x/y#" + doc_ids.content_id(
+        text)[:8]
+    assert doc_ids.metadata_id({"uuid": "u-1"}, text, keys=("uuid",)) == "u-1"
+    assert doc_ids.metadata_id(None, text) is None
+
+
+def test_sdk_and_extractor_agree_on_metadata_ids(collector: tuple[str, list[Any]]) -> None:
+    """The SDK (LangChain-like documents with metadata, content sent) and the extractor reading the
+    same documents as OpenInference, OpenLLMetry JSON and db.query.result events give equal ids."""
+    endpoint, received = collector
+
+    @ragmon.retriever(name="kb-search")
+    def search(query: str) -> list[dict[str, Any]]:
+        return [{"content": text, "metadata": dict(meta)} for meta, text, _ in META_DOCS]
+
+    ragmon.init(service_name="ids", endpoint=endpoint, set_global=False)
+    search("how?")
+    assert ragmon.shutdown() is True
+    spans = []
+    for _, headers, body in received:
+        spans.extend(decode_export_request(body, content_type=headers["content-type"]).spans)
+    sdk = [d.id for d in build_rag_trace(spans, complete=True).documents]
+    assert sdk == _expected_meta_ids() == [documents.to_record(
+        {"content": text, "metadata": meta}).id for meta, text, _ in META_DOCS]
+
+    oi: dict[str, Any] = {sc.SPAN_KIND: sc.KIND_RETRIEVER}
+    for i, (meta, text, _) in enumerate(META_DOCS):
+        oi[f"{sc.RETRIEVAL_DOCUMENTS_PREFIX}.{i}.{sc.DOCUMENT_CONTENT}"] = text
+        oi[f"{sc.RETRIEVAL_DOCUMENTS_PREFIX}.{i}.{sc.DOCUMENT_METADATA}"] = json.dumps(meta)
+    assert _extracted_ids(**oi) == sdk
+    assert _extracted_ids(**{
+        sc.GEN_AI_OPERATION_NAME: sc.OPENLLMETRY_OP_VECTOR_DB_RETRIEVE,
+        sc.TRACELOOP_ENTITY_OUTPUT: json.dumps([{"page_content": t, "metadata": m} for m, t, _ in META_DOCS]),
+    }) == sdk
+    factory = SpanFactory("ids")
+    span = factory.tracer.start_span("chroma.query", attributes={sc.GEN_AI_OPERATION_NAME: "retrieval"})
+    for meta, text, _ in META_DOCS:
+        span.add_event(sc.DB_QUERY_RESULT_EVENT, {sc.DB_QUERY_RESULT_DOCUMENT: text,
+                                                  sc.DB_QUERY_RESULT_METADATA: json.dumps(meta)})
+    span.end()
+    events = [d.id for d in build_rag_trace(factory.records(), complete=True).documents]
+    assert events == sdk
+
+
+def test_extractor_keys_are_configurable() -> None:
+    factory = SpanFactory("ids")
+    attrs: dict[str, Any] = {sc.SPAN_KIND: sc.KIND_RETRIEVER}
+    for i, (meta, text, _) in enumerate(META_DOCS):
+        attrs[f"{sc.RETRIEVAL_DOCUMENTS_PREFIX}.{i}.{sc.DOCUMENT_CONTENT}"] = text
+        attrs[f"{sc.RETRIEVAL_DOCUMENTS_PREFIX}.{i}.{sc.DOCUMENT_METADATA}"] = json.dumps({**meta, "page": i})
+    factory.tracer.start_span("retrieve", attributes=attrs).end()
+    spans = factory.records()
+    only_page = build_rag_trace(spans, complete=True, settings=ExtractSettings(doc_id_keys=("page#",)))
+    assert [d.id for d in only_page.documents] == [doc_ids.source_chunk_id(i, t) for i, (_, t, _) in
+                                                   enumerate(META_DOCS)]
+    none = build_rag_trace(spans, complete=True, settings=ExtractSettings(doc_id_keys=()))
+    assert [d.id for d in none.documents] == [doc_ids.content_id(t) for _, t, _ in META_DOCS]
+    config = ragmon.config.load_agent_config({"doc_id_keys": "uuid,url#"}, environ={})
+    assert config.doc_id_keys == ("uuid", "url#")

@@ -33,21 +33,32 @@ the last user message sent to the generator. Answer: the pipeline span's output,
 JSON-wrapped values (``{"question": ...}``, chat completion responses, LangChain
 ``generations``) are unwrapped.
 
-Documents without an id take one from their metadata (``id``, ``doc_id``, ...), else a content
-hash (``ragmon.doc_ids.content_id``: the same rule as ragmon's SDK). GenAI retrieval spans
-may carry ids and scores only; then texts are looked up in the chat span's input messages
-(matched by id in structured tool results, or by position when the counts agree). When that is
-not possible the documents stay without text — documented, not guessed.
+Documents without an id of their own take one from their metadata (``id``, ``doc_id``, ...,
+``source`` -> ``source#<hash8>``; keys configurable), else a content hash: the rule of
+``ragmon.doc_ids``, shared with ragmon's SDK. GenAI retrieval spans may carry ids and scores
+only; then texts are looked up in the generation span's input messages (by id in structured tool
+results or in ``[doc-id] text`` lines, else by position when the counts agree), else the user
+message minus the question becomes one context marked as such; the system instructions never
+do. ``attributes["ragmon.contexts.source"]`` says which (``semconv.CONTEXTS_*``).
 
-Modules (private; this package's API is ``build_rag_trace`` and ``content_id``):
-``_values`` forgiving converters, ``_text`` question/answer text, ``_documents`` document
-readers, ``_messages`` chat-message readers, ``_view`` the span tree and roles, ``_trace`` the
-builder.
+Only RAG requests: a trace with no retrieval, reranking, generation or ragmon pipeline span
+(LlamaIndex index building, embedding batches, a late feedback span) is marked
+``attributes["ragmon.not_rag"] = True``; the agent skips it as ``not_rag``.
+
+Pipeline name: ``ragmon.pipeline`` -> ``gen_ai.workflow.name`` -> the configured attribute ->
+``traceloop.workflow.name`` -> the root span's name, then the rename rules
+(``ExtractSettings``).
+
+Modules (private; this package's API is ``build_rag_trace``, ``ExtractSettings`` and
+``content_id``): ``_values`` forgiving converters, ``_text`` question/answer text,
+``_documents`` document readers, ``_messages`` chat-message readers, ``_view`` the span tree and
+roles, ``_settings`` what can be configured, ``_trace`` the builder.
 """
 
 from __future__ import annotations
 
 from ...doc_ids import content_id
+from ._settings import DEFAULT_SETTINGS, ExtractSettings
 from ._trace import build_rag_trace
 
-__all__ = ["build_rag_trace", "content_id"]
+__all__ = ["DEFAULT_SETTINGS", "ExtractSettings", "build_rag_trace", "content_id"]

@@ -6,17 +6,18 @@
 * OpenLLMetry ``db.query.result`` events (vector-DB instrumentations) and the JSON documents in
   ``traceloop.entity.output`` / ``output.value`` (LangChain, LlamaIndex, plain strings, ...).
 
-A document without an id takes one from its metadata (``id``, ``doc_id``, ...), else the
-content hash of :mod:`ragmon.doc_ids` (the same as ragmon's SDK).
+A document without an id of its own takes one from its metadata (``id``, ``doc_id``, ...,
+``source`` -> ``source#<hash8>``; the configurable ``keys``), else the content hash: the rule of
+:mod:`ragmon.doc_ids`, the same as ragmon's SDK.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ... import semconv as sc
-from ...doc_ids import content_id
+from ...doc_ids import METADATA_ID_KEYS, content_id, metadata_id
 from ...types import AttrValue, Document, SpanRecord
 from ._values import (
     MAX_DEPTH,
@@ -31,35 +32,39 @@ from ._values import (
 )
 
 _CONTENT_KEYS = ("page_content", "pageContent", "content", "text", "document", "chunk", "body")
-_ID_KEYS = ("id", "doc_id", "document_id", "id_", "node_id", "chunk_id", "_id")
+_ID_KEYS = ("id", "doc_id", "document_id", "id_", "node_id", "chunk_id", "_id")  # the object's own id
 _SCORE_KEYS = ("score", "relevance_score", "similarity", "_score")
 _DOC_LIST_KEYS = ("documents", "docs", "outputs", "output", "result", "results", "nodes",
                   "source_nodes", "context", "contexts")
 
 
-def span_documents(span: SpanRecord) -> list[Document]:
+Keys = Sequence[str]
+
+
+def span_documents(span: SpanRecord, keys: Keys = METADATA_ID_KEYS) -> list[Document]:
     attrs = span.attributes
-    docs = _flattened_documents(attrs, sc.RETRIEVAL_DOCUMENTS_PREFIX)
+    docs = _flattened_documents(attrs, sc.RETRIEVAL_DOCUMENTS_PREFIX, keys)
     if docs:
         return docs
-    docs = documents_from_json(attrs.get(sc.GEN_AI_RETRIEVAL_DOCUMENTS))
+    docs = documents_from_json(attrs.get(sc.GEN_AI_RETRIEVAL_DOCUMENTS), keys)
     if docs:
         return docs
-    docs = _event_documents(span)
+    docs = _event_documents(span, keys)
     if docs:
         return docs
     for key in (sc.TRACELOOP_ENTITY_OUTPUT, sc.OUTPUT_VALUE):
-        docs = documents_from_json(attrs.get(key))
+        docs = documents_from_json(attrs.get(key), keys)
         if docs:
             return docs
     return []
 
 
-def reranker_documents(span: SpanRecord) -> list[Document]:
-    return _flattened_documents(span.attributes, sc.RERANKER_OUTPUT_DOCUMENTS_PREFIX) or span_documents(span)
+def reranker_documents(span: SpanRecord, keys: Keys = METADATA_ID_KEYS) -> list[Document]:
+    return (_flattened_documents(span.attributes, sc.RERANKER_OUTPUT_DOCUMENTS_PREFIX, keys)
+            or span_documents(span, keys))
 
 
-def _flattened_documents(attrs: Mapping[str, AttrValue], prefix: str) -> list[Document]:
+def _flattened_documents(attrs: Mapping[str, AttrValue], prefix: str, keys: Keys) -> list[Document]:
     """``{prefix}.{i}.document.{id,content,score,metadata}`` -> documents by index."""
     fields = indexed_fields(attrs, prefix + ".", "document.")
     docs: list[Document] = []
@@ -67,9 +72,9 @@ def _flattened_documents(attrs: Mapping[str, AttrValue], prefix: str) -> list[Do
         f = fields[index]
         content = to_str(f.get(sc.DOCUMENT_CONTENT))
         metadata = to_metadata(f.get(sc.DOCUMENT_METADATA))
-        # OpenInference's LangChain instrumentor leaves document.id out; the store's id is
-        # often in the metadata (as ragmon's SDK adapters also read it)
-        doc_id = (to_id(f.get(sc.DOCUMENT_ID)) or _first_id(metadata)
+        # OpenInference's LangChain instrumentor leaves document.id out; the store's id (or the
+        # source file) is often in the metadata, as ragmon's SDK adapters also read it
+        doc_id = (to_id(f.get(sc.DOCUMENT_ID)) or metadata_id(metadata, content, keys)
                   or (content_id(content) if content else None))
         if doc_id is None:
             continue
@@ -78,7 +83,7 @@ def _flattened_documents(attrs: Mapping[str, AttrValue], prefix: str) -> list[Do
     return docs
 
 
-def _event_documents(span: SpanRecord) -> list[Document]:
+def _event_documents(span: SpanRecord, keys: Keys) -> list[Document]:
     """OpenLLMetry vector-DB instrumentations: one ``db.query.result`` event per result."""
     docs: list[Document] = []
     for event in span.events:
@@ -95,10 +100,11 @@ def _event_documents(span: SpanRecord) -> list[Document]:
             rows = [(ids, contents, scores, distances, metas)]
         for doc_id_raw, content_raw, score_raw, distance_raw, meta_raw in rows:
             content = to_str(content_raw)
-            doc_id = to_id(doc_id_raw) or (content_id(content) if content else None)
+            metadata = dict(to_metadata(meta_raw) or {})
+            doc_id = (to_id(doc_id_raw) or metadata_id(metadata, content, keys)
+                      or (content_id(content) if content else None))
             if doc_id is None:
                 continue
-            metadata = dict(to_metadata(meta_raw) or {})
             distance = to_float(distance_raw)
             if distance is not None:
                 metadata["distance"] = distance  # a distance is not a similarity score: kept apart
@@ -107,13 +113,13 @@ def _event_documents(span: SpanRecord) -> list[Document]:
     return docs
 
 
-def documents_from_json(value: AttrValue) -> list[Document]:
+def documents_from_json(value: AttrValue, keys: Keys = METADATA_ID_KEYS) -> list[Document]:
     """A list of documents in any of the JSON shapes frameworks produce (see module doc)."""
     parsed = maybe_json(value)
     items = _find_document_list(parsed, 0)
     docs: list[Document] = []
     for item in items or []:
-        doc = _document_from_obj(item, len(docs))
+        doc = _document_from_obj(item, len(docs), keys)
         if doc is not None:
             docs.append(doc)
     return docs
@@ -151,7 +157,7 @@ def _looks_like_document(value: Any) -> bool:
     return False
 
 
-def _document_from_obj(item: Any, rank: int) -> Document | None:
+def _document_from_obj(item: Any, rank: int, keys: Keys) -> Document | None:
     item = maybe_json(item)
     score: float | None = None
     if isinstance(item, list | tuple) and len(item) == 2 and isinstance(item[1], int | float):
@@ -171,7 +177,7 @@ def _document_from_obj(item: Any, rank: int) -> Document | None:
         content = to_str(obj.get(key))
         if content:
             break
-    doc_id = _first_id(obj) or _first_id(metadata)
+    doc_id = _first_id(obj) or metadata_id(metadata, content, keys)
     if score is None:
         for source in (obj, metadata or {}):
             for key in _SCORE_KEYS:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from typing import Any
 
 from ... import semconv as sc
-from ...doc_ids import content_id
+from ...doc_ids import SOURCE_HASH_CHARS, SOURCE_MARK, content_id
 from ...types import Document, RagTrace, SpanRecord
-from ._documents import dedupe_and_rank, reranker_documents, span_documents
+from ._documents import Keys, dedupe_and_rank, reranker_documents, span_documents
 from ._messages import (
     Message,
     documents_from_messages,
@@ -17,15 +18,21 @@ from ._messages import (
     input_messages,
     last_message,
 )
+from ._settings import DEFAULT_SETTINGS, ExtractSettings
 from ._text import QUESTION_KEYS, find_text, first_text, span_input, span_output
 from ._values import to_bool, to_int, to_str
 from ._view import ROLE_GENERATOR, ROLE_RERANKER, ROLE_RETRIEVER, Group, TraceView
 
 
-def build_rag_trace(spans: Sequence[SpanRecord], *, complete: bool) -> RagTrace:
-    """Assemble one ``RagTrace`` from all spans of one trace (any order)."""
+def build_rag_trace(spans: Sequence[SpanRecord], *, complete: bool,
+                    settings: ExtractSettings | None = None) -> RagTrace:
+    """Assemble one ``RagTrace`` from all spans of one trace (any order).
+
+    ``settings`` (pipeline naming, document-id keys) default to :data:`DEFAULT_SETTINGS`."""
     if not spans:
         raise ValueError("build_rag_trace needs at least one span")
+    settings = settings or DEFAULT_SETTINGS
+    keys = settings.doc_id_keys
     view = TraceView(spans)
     trace_id = spans[0].trace_id
 
@@ -34,7 +41,7 @@ def build_rag_trace(spans: Sequence[SpanRecord], *, complete: bool) -> RagTrace:
     reranker_groups = view.groups(ROLE_RERANKER)
     generator_groups = view.groups(ROLE_GENERATOR)
 
-    documents, retrieval_query = _retrieval_documents(retriever_groups, reranker_groups)
+    documents, retrieval_query = _retrieval_documents(retriever_groups, reranker_groups, keys)
     retrieval_heads = [g.head for g in retriever_groups + reranker_groups]
     retrieval_latency = _envelope_s(retrieval_heads) if retrieval_heads else None
 
@@ -54,10 +61,11 @@ def build_rag_trace(spans: Sequence[SpanRecord], *, complete: bool) -> RagTrace:
     answer = first_text(span_output(s) for s in pipeline_spans)
     if not answer and generator_data is not None:
         answer = generator_output(generator_data)
+    contexts_source = sc.CONTEXTS_RETRIEVAL if any(d.content for d in documents) else sc.CONTEXTS_NONE
     if documents and all(d.content is None for d in documents) and messages:
-        documents = fill_from_messages(documents, messages, question)
+        documents, contexts_source = fill_from_messages(documents, messages, question, keys)
     elif not documents and messages and not retriever_groups:
-        documents = documents_from_messages(messages, question)
+        documents, contexts_source = documents_from_messages(messages, question, keys)
 
     main = view.main_span()
     if main is not None:
@@ -71,10 +79,16 @@ def build_rag_trace(spans: Sequence[SpanRecord], *, complete: bool) -> RagTrace:
     has_text = bool(question or answer or any(d.content for d in documents))
     rag_spans = [*pipeline_spans, *(m for g in retriever_groups + reranker_groups + generator_groups
                                     for m in g.members)]
+    attributes = _trace_attributes(view, generator_data, len(documents))
+    attributes[sc.RAGMON_CONTEXTS_SOURCE] = contexts_source
+    # Only RAG requests are judged: index building, embedding batches, a late feedback span ...
+    # hold no retrieval, reranking, generation or ragmon pipeline span.
+    if not (retriever_groups or reranker_groups or generator_groups or documents or view.declares_pipeline()):
+        attributes[sc.RAGMON_NOT_RAG] = True
     return RagTrace(
         trace_id=trace_id,
         service=view.service(),
-        pipeline=view.pipeline_name(),
+        pipeline=settings.rename_pipeline(view.pipeline_name(settings.pipeline_attribute)),
         question=question,
         answer=answer,
         documents=tuple(documents),
@@ -87,17 +101,17 @@ def build_rag_trace(spans: Sequence[SpanRecord], *, complete: bool) -> RagTrace:
         content_sampled=has_text and sampled_flag is not False,
         attribute_limit_hit=any(to_int(s.dropped_attributes_count) > 0 for s in spans),
         span_count=len(spans),
-        attributes=_trace_attributes(view, generator_data, len(documents)),
+        attributes=attributes,
     )
 
 
 def _retrieval_documents(
-    retriever_groups: list[Group], reranker_groups: list[Group]
+    retriever_groups: list[Group], reranker_groups: list[Group], keys: Keys
 ) -> tuple[list[Document], str | None]:
     query: str | None = None
     found: list[Document] = []
     for group in retriever_groups:
-        docs, data_span = _best_documents(group, span_documents)
+        docs, data_span = _best_documents(group, partial(span_documents, keys=keys))
         found.extend(docs)
         if query is None:
             for span in ([data_span] if data_span else []) + group.members:
@@ -105,7 +119,7 @@ def _retrieval_documents(
                 if query:
                     break
     for group in reranker_groups:
-        reranked, data_span = _best_documents(group, reranker_documents)
+        reranked, data_span = _best_documents(group, partial(reranker_documents, keys=keys))
         if reranked:
             found = reranked  # what the generator actually saw
         if query is None and data_span is not None:
@@ -125,11 +139,19 @@ def _best_documents(
             len(docs),
             sum(d.content is not None for d in docs),
             sum(d.score is not None for d in docs),
-            sum(d.content is None or d.id != content_id(d.content) for d in docs),  # real ids
+            sum(not _derived_id(d) for d in docs),  # the store's own ids
         )
         if docs and key > best_key:
             best, best_span, best_key = docs, span, key
     return best, best_span
+
+
+def _derived_id(doc: Document) -> bool:
+    """The id was made up from the text (a content hash, or ``source#<hash8>``)."""
+    if doc.content is None:
+        return False
+    digest = content_id(doc.content)
+    return doc.id == digest or doc.id.endswith(SOURCE_MARK + digest[:SOURCE_HASH_CHARS])
 
 
 def _retrieval_query(span: SpanRecord) -> str | None:

@@ -99,13 +99,16 @@ def item_at(value: Any, index: int) -> Any:
 
 def indexed_fields(attrs: Mapping[str, AttrValue], prefix: str, field_prefix: str) -> dict[int, dict[str, Any]]:
     """Flattened list attributes ``{prefix}{i}.{field}`` -> ``{i: {field: value}}`` (string
-    splitting, not a regex: this runs over every attribute of every data-carrying span)."""
+    splitting, not a regex: this runs over every attribute of every data-carrying span).
+
+    Only ASCII digits make an index: ``str.isdigit`` also accepts ``²`` or ``①``, which ``int``
+    rejects — one such key used to crash the whole extraction."""
     fields: dict[int, dict[str, Any]] = {}
     for key, value in attrs.items():
         if not key.startswith(prefix):
             continue
         index, dot, field = key[len(prefix):].partition(".")
-        if dot and index.isdigit() and field.startswith(field_prefix):
+        if dot and index.isascii() and index.isdigit() and field.startswith(field_prefix):
             fields.setdefault(int(index), {})[field] = value
     return fields
 

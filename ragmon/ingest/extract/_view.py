@@ -31,11 +31,15 @@ _GEN_AI_OP_ROLES = {
     sc.GEN_AI_OP_CHAT: ROLE_GENERATOR,
     sc.GEN_AI_OP_TEXT_COMPLETION: ROLE_GENERATOR,
     sc.GEN_AI_OP_GENERATE_CONTENT: ROLE_GENERATOR,
+    sc.GEN_AI_OP_RERANK: ROLE_RERANKER,  # OpenLLMetry's LlamaIndex postprocessor rerankers
 }
 _LLM_REQUEST_TYPES = {"chat", "completion"}
 _RETRIEVER_KEY_PREFIX = sc.RETRIEVAL_DOCUMENTS_PREFIX + "."
 _RERANKER_KEY_PREFIX = sc.RERANKER_OUTPUT_DOCUMENTS_PREFIX + "."
 _LLM_KEY_PREFIX = sc.LLM_OUTPUT_MESSAGES_PREFIX + "."
+# OpenLLMetry's LlamaIndex spans carry no operation for retrievers, only the class name:
+# "VectorIndexRetriever.task", "BM25Retriever.task", ...
+_TRACELOOP_RETRIEVER_SUFFIXES = ("Retriever." + sc.TRACELOOP_KIND_TASK, "Retriever." + sc.TRACELOOP_KIND_WORKFLOW)
 
 
 @dataclass(slots=True)
@@ -59,6 +63,9 @@ def _span_role(span: SpanRecord) -> str | None:
         return ROLE_GENERATOR
     if any(e.name == sc.DB_QUERY_RESULT_EVENT for e in span.events):
         return ROLE_RETRIEVER
+    entity = to_str(attrs.get(sc.TRACELOOP_ENTITY_NAME))
+    if entity is not None and entity.endswith(_TRACELOOP_RETRIEVER_SUFFIXES):
+        return ROLE_RETRIEVER
     # The SDK's attribute limit evicts the *oldest* attributes, often the span kind itself:
     # fall back on the data keys that only those span kinds carry.
     for key in attrs:
@@ -66,7 +73,7 @@ def _span_role(span: SpanRecord) -> str | None:
             return ROLE_RETRIEVER
         if key.startswith(_RERANKER_KEY_PREFIX):
             return ROLE_RERANKER
-        if key.startswith(_LLM_KEY_PREFIX):
+        if key.startswith(_LLM_KEY_PREFIX) or key == sc.GEN_AI_OUTPUT_MESSAGES:
             return ROLE_GENERATOR
     return None
 
@@ -150,14 +157,34 @@ class TraceView:
         names = Counter(s.service_name for s in self.spans if s.service_name)
         return names.most_common(1)[0][0] if names else sc.UNKNOWN_LABEL
 
-    def pipeline_name(self) -> str:
-        for key in (sc.RAGMON_PIPELINE, sc.TRACELOOP_WORKFLOW_NAME):
+    def pipeline_name(self, attribute: str | None = None) -> str:
+        """``ragmon.pipeline``, else ``gen_ai.workflow.name``, else the configured ``attribute``
+        (on a span, else on the resource), else OpenLLMetry's ``traceloop.workflow.name``, else
+        the root span's name. Outermost spans first: an inner span's value names a sub-step."""
+        keys = [sc.RAGMON_PIPELINE, sc.GEN_AI_WORKFLOW_NAME]
+        if attribute:
+            keys.append(attribute)
+        keys.append(sc.TRACELOOP_WORKFLOW_NAME)
+        for key in keys:
             for span in self._outermost_first():
                 value = to_str(span.attributes.get(key))
                 if value:
                     return value
+            if key == attribute:
+                for span in self._outermost_first():
+                    value = to_str(span.resource.get(key))
+                    if value:
+                        return value
         top = self.root or min(self.spans, key=lambda s: (self.depth(s), s.start_time_ns))
         return top.name or sc.UNKNOWN_LABEL
+
+    def declares_pipeline(self) -> bool:
+        """A span says this trace is a RAG pipeline, whatever other spans it holds: ragmon's
+        ``ragmon.stage=pipeline``, or a ``ragmon.pipeline`` name on a span that is not a late
+        feedback span (``record_feedback(trace_id=...)`` names the pipeline too, and is no request)."""
+        return any(self.roles[s.span_id] == ROLE_PIPELINE
+                   or (to_str(s.attributes.get(sc.RAGMON_PIPELINE)) and sc.RAGMON_FEEDBACK not in s.attributes)
+                   for s in self.spans)
 
     def content_sampled_flag(self) -> bool | None:
         flag: bool | None = None

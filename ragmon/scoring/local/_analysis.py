@@ -12,7 +12,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import local_model
-from ..claims import TextFacts, content_tokens, cut_long, facts, rarity, split_claims, split_sentences, stem, words
+from ..claims import (
+    TextFacts,
+    content_tokens,
+    cut_long,
+    facts,
+    rarity,
+    split_claims,
+    split_sentences,
+    stem,
+    structured_sentences,
+    words,
+)
 from ..embedder import EMBEDDING_DIM, TokenStates
 from ..evidence import ClaimEvidence, check_claims, maxsim_per_sentence, soft_novel_counts, wh_match_per_sentence
 from ._encoder import ZERO, SentenceEncoder
@@ -20,6 +31,8 @@ from ._encoder import ZERO, SentenceEncoder
 MAX_CONTEXT_SENTENCE_WORDS = 60
 MAX_CONTEXTS = 50  # bound the work per trace; later contexts are ignored (and said so in details)
 MAX_CLAIMS = 40
+_PLAIN = local_model.TraceShape()
+BUDGET_CONTEXTS = 4  # sentences embedded per trace: max_sentences_per_context x this
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +47,9 @@ class Analysis:
     claim_vecs: np.ndarray
     n_contexts: int
     contexts_ignored: int
+    question: str | None = None
+    answer: str | None = None
+    shape: local_model.TraceShape = _PLAIN
 
 
 class Analyser:
@@ -96,6 +112,14 @@ class Analyser:
             claim_vecs=claim_vecs,
             n_contexts=len(used_contexts),
             contexts_ignored=max(0, len(contexts) - MAX_CONTEXTS),
+            question=question,
+            answer=answer,
+            shape=local_model.TraceShape(
+                has_question=question is not None,
+                structured_share=(sum(structured_sentences(c) is not None for c in used_contexts) / len(used_contexts)
+                                  if used_contexts else 0.0),
+                context_words=sum(len(c.split()) for c in used_contexts),
+            ),
         )
 
     def support(
@@ -160,7 +184,11 @@ def _sentences(texts: Sequence[str]) -> list[list[str]]:
     """Each text's sentences, long ones cut (a text without a sentence stands for itself)."""
     out: list[list[str]] = []
     for text in texts:
-        sents = [p for s in split_sentences(text) for p in cut_long(s, MAX_CONTEXT_SENTENCE_WORDS)]
+        # a JSON context (a record, an API response) is read as "key path: value" sentences
+        pieces = structured_sentences(text)
+        if pieces is None:
+            pieces = split_sentences(text)
+        sents = [p for s in pieces for p in cut_long(s, MAX_CONTEXT_SENTENCE_WORDS)]
         out.append(sents or [text[:1000]])
     return out
 
@@ -214,14 +242,17 @@ def sentences_to_embed(
     wanted = set(question_tokens)
     for f in claim_facts:
         wanted |= f.tokens
+    # the budget is per trace (max_sentences x 4 contexts): a trace with one long context (a
+    # document to summarise, a JSON record) gets all of it, not 4 of its sentences
+    per_context = max(max_sentences, (max_sentences * BUDGET_CONTEXTS) // max(1, len(ctx_sentences)))
     start = 0
     for sents in ctx_sentences:
         stop = start + len(sents)
-        if len(sents) > max_sentences:
+        if len(sents) > per_context:
             overlap = [
                 (sum(rarity(t) for t in sentence_facts[j].tokens & wanted), -j) for j in range(start, stop)
             ]
-            keep = {-j for _, j in sorted(overlap, reverse=True)[:max_sentences]}
+            keep = {-j for _, j in sorted(overlap, reverse=True)[:per_context]}
             for j in range(start, stop):
                 mask[j] = j in keep
         start = stop

@@ -7,6 +7,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from ...types import RagTrace, Scores
@@ -16,6 +17,7 @@ from ._analysis import Analyser, Analysis
 from ._encoder import SentenceEncoder, VectorCache, embedder_for
 from ._offline import abstention_values, citation_values, reference_values
 from ._online import online_values
+from ._profile import DEFAULT_PROFILE, JudgeProfile, load_profile
 
 STAGES = ("split", "embed", "evidence", "combine")
 
@@ -36,10 +38,14 @@ class LocalJudge:
         threads: int = 1,
         cache_size: int = 8192,
         max_sentences_per_context: int = 4,
+        profile: JudgeProfile | str | Path | None = None,
     ) -> None:
         # Raises ModelError (missing file, checksum mismatch) at construction: fail fast.
         encoder = SentenceEncoder(embedder_for(model_path, sha256, threads), VectorCache(cache_size))
         self._analyser = Analyser(encoder, max_sentences_per_context, self._add_time)
+        # a path is read here: a missing, malformed or other-version profile fails fast (ConfigError)
+        self.profile = (profile if isinstance(profile, JudgeProfile) else
+                        load_profile(profile) if profile is not None else DEFAULT_PROFILE)
         self._stage_lock = threading.Lock()
         self.stage_seconds: dict[str, float] = dict.fromkeys(STAGES, 0.0)
 
@@ -58,7 +64,7 @@ class LocalJudge:
         analysis = self.analyse(question, contexts, answer)
         t0 = time.perf_counter()
         details: dict[str, Any] = {}
-        values = online_values(analysis, details)
+        values = online_values(analysis, details, self.profile)
         self._add_time("combine", time.perf_counter() - t0)
         return Scores(values, judge=self.name, details=details)
 

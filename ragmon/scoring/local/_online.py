@@ -9,10 +9,12 @@ from typing import Any
 import numpy as np
 
 from ... import semconv as sc
-from .. import local_model
+from .. import abstention, local_model
+from .. import local_coefficients as coef
 from ..evidence import ClaimEvidence
 from ..formulas import context_precision as rank_weighted_precision
 from ._analysis import Analysis
+from ._profile import DEFAULT_PROFILE, JudgeProfile
 
 _REASON_CHARS = 160
 
@@ -22,11 +24,13 @@ def short(text: str, limit: int = _REASON_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def online_values(analysis: Analysis, details: dict[str, Any]) -> dict[str, float | None]:
+def online_values(
+    analysis: Analysis, details: dict[str, Any], profile: JudgeProfile = DEFAULT_PROFILE
+) -> dict[str, float | None]:
     """The three metrics of ``analysis``; their explanations go into ``details``."""
-    faithfulness = _faithfulness(analysis.evidence, analysis.n_contexts > 0, details)
-    relevancy = _answer_relevancy(analysis.question_vec, analysis.answer_vec, analysis.claim_vecs, details)
-    precision = _context_precision(analysis.context_features, details)
+    faithfulness = _faithfulness(analysis, details, profile)
+    relevancy = _answer_relevancy(analysis, details, profile)
+    precision = _context_precision(analysis.context_features, details, profile)
     if analysis.contexts_ignored:
         details["contexts_ignored"] = analysis.contexts_ignored
     details["reason"] = _reason(faithfulness, relevancy, precision, details)
@@ -60,14 +64,17 @@ def _reason(
     return short(str(text), 2 * _REASON_CHARS)
 
 
-def _faithfulness(evidence: list[ClaimEvidence], has_contexts: bool, details: dict[str, Any]) -> float | None:
+def _faithfulness(analysis: Analysis, details: dict[str, Any], profile: JudgeProfile) -> float | None:
+    evidence: list[ClaimEvidence] = analysis.evidence
     if not evidence:
         return None  # no answer (or nothing checkable in it)
-    if not has_contexts:
+    if analysis.n_contexts == 0:
         details["faithfulness_reason"] = "no contexts to support the answer"
         return 0.0
     supports = [local_model.claim_support(e) for e in evidence]
-    score = local_model.faithfulness(evidence, supports)
+    weights = dict(profile.faithfulness_weights) if profile.faithfulness_weights is not None else None
+    threshold = profile.faithfulness_threshold if weights is not None else None
+    score = local_model.faithfulness(evidence, supports, analysis.shape, weights, threshold)
     contradicted = [i for i, e in enumerate(evidence) if e.contradiction()]
     weakest = contradicted[0] if contradicted else int(np.argmin(supports))
     if contradicted:
@@ -81,24 +88,38 @@ def _faithfulness(evidence: list[ClaimEvidence], has_contexts: bool, details: di
     return score
 
 
-def _answer_relevancy(
-    question_vec: np.ndarray | None, answer_vec: np.ndarray | None, claim_vecs: np.ndarray, details: dict[str, Any]
-) -> float | None:
-    if question_vec is None or answer_vec is None:
+def _answer_relevancy(analysis: Analysis, details: dict[str, Any], profile: JudgeProfile) -> float | None:
+    question_vec, answer_vec, claim_vecs = analysis.question_vec, analysis.answer_vec, analysis.claim_vecs
+    if question_vec is None or answer_vec is None or not analysis.question or not analysis.answer:
         return None
     whole = float(answer_vec @ question_vec)
     best_claim = float((claim_vecs @ question_vec).max()) if len(claim_vecs) else whole
-    score = local_model.answer_relevancy(whole, best_claim)
-    details["answer_question_cosine"] = round(max(whole, best_claim), 3)
-    if score < 0.5:
-        details["answer_relevancy_reason"] = "the answer is semantically far from the question"
+    features = local_model.relevancy_features(analysis.question, analysis.answer, whole, best_claim)
+    refusal = abstention.check(analysis.answer)
+    weights = dict(profile.relevancy_weights) if profile.relevancy_weights is not None else None
+    score = local_model.answer_relevancy(features, refusal.abstained, weights, profile.relevancy_threshold)
+    details["answer_question_cosine"] = round(features["cos"], 3)
+    details["answer_relevancy_features"] = {k: round(v, 4) for k, v in features.items()}
+    if refusal.abstained:
+        details["abstained"] = True
+        details["answer_relevancy_reason"] = f"the answer declines to answer ({refusal.phrase})"
+    elif score < 0.5:
+        details["answer_relevancy_reason"] = (
+            "the answer adds nothing beyond the question's own words" if features["new_share"] < 0.2
+            else "the answer is semantically far from the question"
+        )
     return score
 
 
-def _context_precision(features: list[local_model.ContextFeatures], details: dict[str, Any]) -> float | None:
+def _context_precision(
+    features: list[local_model.ContextFeatures], details: dict[str, Any], profile: JudgeProfile
+) -> float | None:
     if not features:
         return None
-    relevance = [local_model.context_relevance(f) for f in features]
+    threshold = profile.context_threshold
+    if threshold is None and len(features) == 1:
+        threshold = coef.CONTEXT_THRESHOLD_SINGLE  # nothing to compare with: the absolute scale
+    relevance = [local_model.context_relevance(f, threshold) for f in features]
     verdicts = [r >= local_model.CONTEXT_RELEVANT_THRESHOLD for r in relevance]
     details["context_relevance"] = [round(r, 3) for r in relevance]
     irrelevant = [i for i, v in enumerate(verdicts) if not v]

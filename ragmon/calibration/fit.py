@@ -1,0 +1,281 @@
+"""``ragmon calibrate FILE --fit PROFILE.json``: fit the local judge to a user's labelled rows.
+
+For faithfulness and answer relevancy a logistic model is fitted over the shipped model's own
+score (its logit) plus the interpretable features it is built from, with an L2 penalty and
+classes weighted equally (so 0.5 stays the balanced cut): with few labels it stays close to a
+recalibration of the default, with more it re-weights the evidence. Everything reported is out
+of fold (5 folds grouped by ``meta.source_id`` when rows have one): balanced accuracy and AUC of
+the default against the refit, their difference with a paired bootstrap interval, and a
+learning curve (the refit trained on 25, 50, 100, ... rows of each training part). Pure
+numpy; the rows' features come from the judge passed in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..scoring import local_coefficients as coef
+from ..scoring import local_model
+from ..scoring.local import LocalJudge
+from ..scoring.local._online import online_values
+from ..scoring.local._profile import JudgeProfile
+from . import stats
+from .dataset import LabelledRow
+
+MIN_ROWS = 40  # labelled rows per metric
+MIN_PER_CLASS = 10  # of each class
+FOLDS = 5
+L2 = 4.0  # on standardised features: strong, the fit starts from the shipped score
+CURVE_SIZES = (25, 50, 100, 200, 400, 800)
+
+FAITH_FEATURES = ["shipped_logit", "log_novel_total", "min_coverage", "max_novel_run", "min_rare_coverage",
+                  "log_soft_novel_total", "max_soft_novel_share", "min_cos", "mean_coverage", "any_contradiction"]
+RELEVANCY_FEATURES = ["shipped_logit", *local_model.RELEVANCY_FEATURES]
+
+
+class TooFewLabels(ValueError):
+    """Not enough labelled rows to fit anything (the message says how many are needed)."""
+
+
+@dataclass
+class RowFeatures:
+    group: str
+    faithful: int | None
+    relevant: int | None
+    faith: dict[str, float] | None = None
+    faith_default: float | None = None
+    relevancy: dict[str, float] | None = None
+    relevancy_default: float | None = None
+    abstained: bool = False
+
+
+def _logit(p: float) -> float:
+    p = min(max(p, 1e-6), 1 - 1e-6)
+    return math.log(p / (1 - p))
+
+
+def row_features(judge: LocalJudge, row: LabelledRow) -> RowFeatures:
+    """The shipped scores of one row and the features a refit reads."""
+    analysis = judge.analyse(row.question, row.contexts, row.answer)
+    details: dict[str, Any] = {}
+    values = online_values(analysis, details)  # the shipped default, whatever profile the judge has
+    out = RowFeatures(group=row.group or row.id, faithful=row.labels.get("faithful"),
+                      relevant=row.labels.get("answer_relevant"))
+    faith = values.get("faithfulness")
+    if faith is not None and analysis.evidence and analysis.n_contexts:
+        supports = [local_model.claim_support(e) for e in analysis.evidence]
+        out.faith = {**local_model.answer_features(analysis.evidence, supports, analysis.shape),
+                     "shipped_logit": _logit(faith)}
+        out.faith_default = faith
+    rel = values.get("answer_relevancy")
+    if rel is not None and details.get("answer_relevancy_features"):
+        out.relevancy = {**details["answer_relevancy_features"], "shipped_logit": _logit(rel)}
+        out.relevancy_default = rel
+        out.abstained = bool(details.get("abstained"))
+    return out
+
+
+# --- a small logistic regression (Newton steps, L2, sample weights) ------------------------------
+@dataclass
+class Logistic:
+    names: list[str]
+    mean: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    std: np.ndarray = field(default_factory=lambda: np.ones(0))
+    w: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    b: float = 0.0
+
+    def fit(self, x: np.ndarray, y: np.ndarray, l2: float = L2) -> Logistic:
+        """Classes weighted equally (a balanced fit: 0.5 is the balanced-accuracy cut)."""
+        n_pos, n_neg = float((y == 1).sum()), float((y == 0).sum())
+        sw = np.where(y == 1, len(y) / (2 * max(n_pos, 1)), len(y) / (2 * max(n_neg, 1)))
+        self.mean = x.mean(axis=0)
+        self.std = x.std(axis=0)
+        self.std[self.std < 1e-9] = 1.0
+        a = np.c_[(x - self.mean) / self.std, np.ones(len(y))]
+        beta = np.zeros(a.shape[1])
+        reg = np.eye(a.shape[1]) * l2
+        reg[-1, -1] = 0.0
+        for _ in range(50):
+            p = 1.0 / (1.0 + np.exp(-np.clip(a @ beta, -30, 30)))
+            grad = a.T @ (sw * (p - y)) + reg @ beta
+            hess = (a * (sw * p * (1 - p))[:, None]).T @ a + reg
+            step = np.linalg.solve(hess, grad)
+            beta -= step
+            if np.abs(step).max() < 1e-8:
+                break
+        self.w, self.b = beta[:-1], float(beta[-1])
+        return self
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        z = ((x - self.mean) / self.std) @ self.w + self.b
+        out: np.ndarray = 1.0 / (1.0 + np.exp(-np.clip(z, -30, 30)))
+        return out
+
+    def raw_weights(self) -> dict[str, float]:
+        w = self.w / self.std
+        out = {"bias": self.b - float((self.w * self.mean / self.std).sum())}
+        out.update({n: float(v) for n, v in zip(self.names, w, strict=True)})
+        return out
+
+
+def _fold(group: str, seed: int) -> int:
+    return int.from_bytes(hashlib.sha256(f"{seed}:{group}".encode()).digest()[:4], "big") % FOLDS
+
+
+def _ba(y: np.ndarray, s: np.ndarray) -> float:
+    return stats.balanced_accuracy(stats.confusion(y, s, 0.5))
+
+
+def _paired_ci(y: np.ndarray, a: np.ndarray, b: np.ndarray, n: int, seed: int) -> tuple[float, float]:
+    """Bootstrap 95% interval of BA(b) - BA(a) over resampled rows (paired)."""
+    rng = np.random.default_rng(seed)
+    diffs = []
+    for _ in range(n):
+        idx = rng.integers(0, len(y), len(y))
+        if (y[idx] == 0).all() or (y[idx] == 1).all():
+            continue
+        diffs.append(_ba(y[idx], b[idx]) - _ba(y[idx], a[idx]))
+    if not diffs:
+        return math.nan, math.nan
+    lo, hi = np.quantile(diffs, [0.025, 0.975])
+    return float(lo), float(hi)
+
+
+@dataclass
+class MetricFit:
+    metric: str
+    n: int
+    failures: int
+    default: dict[str, float]
+    refit: dict[str, float]
+    gain_ci95: tuple[float, float]
+    curve: list[dict[str, float]]
+    weights: dict[str, float]  # raw weights over the judge's features (shipped_logit expanded)
+
+
+def _expand(raw: dict[str, float], shipped: dict[str, float], shipped_shift: float) -> dict[str, float]:
+    """Weights over the judge's own features: the shipped logit is itself linear in them
+    (``shipped_shift`` = the logit of the shipped threshold, subtracted at runtime)."""
+    a = raw.pop("shipped_logit", 0.0)
+    out = dict(raw)
+    for k, v in shipped.items():
+        out[k] = out.get(k, 0.0) + a * v
+    out["bias"] = out.get("bias", 0.0) - a * shipped_shift
+    return out
+
+
+def fit_metric(
+    metric: str, rows: Sequence[RowFeatures], names: Sequence[str], boot: int, seed: int,
+    shipped: dict[str, float], shipped_shift: float,
+) -> MetricFit:
+    def label_of(r: RowFeatures) -> int | None:
+        return r.faithful if metric == "faithfulness" else r.relevant
+
+    def feats_of(r: RowFeatures) -> dict[str, float] | None:
+        return r.faith if metric == "faithfulness" else r.relevancy
+
+    use = [r for r in rows if label_of(r) is not None and feats_of(r) is not None]
+    y = np.array([label_of(r) for r in use], dtype=np.int64)
+    n_fail, n_good = int((y == 0).sum()), int((y == 1).sum())
+    if len(use) < MIN_ROWS or min(n_fail, n_good) < MIN_PER_CLASS:
+        raise TooFewLabels(
+            f"{metric}: {len(use)} labelled rows ({n_fail} failures, {n_good} passes); --fit needs at least "
+            f"{MIN_ROWS} rows with {MIN_PER_CLASS} of each class"
+        )
+    x = np.array([[(feats_of(r) or {})[n] for n in names] for r in use], dtype=np.float64)
+    default = np.array([r.faith_default if metric == "faithfulness" else r.relevancy_default for r in use], float)
+    capped = np.array([metric == "answer_relevancy" and r.abstained for r in use])
+    fold = np.array([_fold(r.group, seed) for r in use])
+
+    def oof(limit: int | None, rep: int) -> np.ndarray:
+        pred = np.full(len(use), np.nan)
+        for k in range(FOLDS):
+            train = np.flatnonzero((fold != k) & ~capped)
+            if limit is not None:
+                if limit > len(train):
+                    return pred
+                train = np.random.default_rng(seed + 97 * rep + k).choice(train, limit, replace=False)
+            if (y[train] == 0).sum() < 2 or (y[train] == 1).sum() < 2:
+                continue
+            model = Logistic(list(names)).fit(x[train], y[train].astype(float))
+            pred[fold == k] = model.predict(x[fold == k])
+        return np.where(capped, np.minimum(pred, local_model.REFUSAL_CAP), pred)
+
+    refit = oof(None, 0)
+    ok = ~np.isnan(refit)
+    curve = []
+    train_size = int(len(use) * (FOLDS - 1) / FOLDS)
+    for size in [s for s in CURVE_SIZES if s < train_size] + [train_size]:
+        bas = []
+        for rep in range(3 if size < train_size else 1):
+            p = oof(size if size < train_size else None, rep)
+            good = ~np.isnan(p)
+            if good.sum() and len(set(y[good])) == 2:
+                bas.append(_ba(y[good], p[good]))
+        if bas:
+            curve.append({"train_rows": size, "balanced_accuracy": float(np.mean(bas))})
+    model = Logistic(list(names)).fit(x[~capped], y[~capped].astype(float))
+    lo, hi = _paired_ci(y[ok], default[ok], refit[ok], boot, seed)
+
+    def summary(s: np.ndarray) -> dict[str, float]:
+        return {"auc": stats.roc_auc(y[ok], s[ok]), "balanced_accuracy": _ba(y[ok], s[ok]),
+                "best_balanced_accuracy": stats.best_threshold(y[ok], s[ok])[1]}
+
+    return MetricFit(metric, len(use), n_fail, summary(default), summary(refit), (lo, hi), curve,
+                     _expand(model.raw_weights(), shipped, shipped_shift))
+
+
+def fit_profile(
+    judge: LocalJudge, rows: Sequence[LabelledRow], boot: int = 1000, seed: int = 0
+) -> tuple[JudgeProfile, list[MetricFit], list[str]]:
+    """Fit every metric that has enough labels; the messages say which were refused and why.
+    Raises ``TooFewLabels`` when no metric can be fitted."""
+    feats = [row_features(judge, r) for r in rows]
+    fits: list[MetricFit] = []
+    refused: list[str] = []
+    shipped_faith = dict(coef.ANSWER_WEIGHTS)
+    for metric, names, shipped, shift in (
+        ("faithfulness", FAITH_FEATURES, shipped_faith, _logit(coef.FAITHFULNESS_THRESHOLD)),
+        ("answer_relevancy", RELEVANCY_FEATURES, dict(coef.RELEVANCY_WEIGHTS), 0.0),
+    ):
+        try:
+            fits.append(fit_metric(metric, feats, names, boot, seed, shipped, shift))
+        except TooFewLabels as exc:
+            refused.append(str(exc))
+    if not fits:
+        raise TooFewLabels("; ".join(refused))
+    by = {f.metric: f for f in fits}
+    profile = JudgeProfile(
+        faithfulness_weights=by["faithfulness"].weights if "faithfulness" in by else None,
+        relevancy_weights=by["answer_relevancy"].weights if "answer_relevancy" in by else None,
+        source="fitted",
+        meta={"rows": len(rows), "fits": {f.metric: {"n": f.n, "failures": f.failures,
+                                                     "default": f.default, "refit": f.refit} for f in fits}},
+    )
+    return profile, fits, refused
+
+
+def format_fits(fits: Sequence[MetricFit]) -> str:
+    lines = ["out of fold (5 folds grouped by meta.source_id), failure = score < 0.5:",
+             f"{'metric':18s} {'n (fail)':>10s} {'AUC default':>11s} {'AUC refit':>9s} {'BA default':>10s} "
+             f"{'BA refit':>8s}  gain [95% CI]"]
+    for f in fits:
+        gain = f.refit["balanced_accuracy"] - f.default["balanced_accuracy"]
+        lines.append(f"{f.metric:18s} {f'{f.n} ({f.failures})':>10s} {f.default['auc']:11.3f} {f.refit['auc']:9.3f} "
+                     f"{f.default['balanced_accuracy']:10.3f} {f.refit['balanced_accuracy']:8.3f}  "
+                     f"{gain:+.3f} [{f.gain_ci95[0]:+.3f}, {f.gain_ci95[1]:+.3f}]")
+    for f in fits:
+        gain = f.refit["balanced_accuracy"] - f.default["balanced_accuracy"]
+        if gain <= 0 or f.gain_ci95[0] <= 0 <= f.gain_ci95[1]:
+            lines.append(f"{f.metric}: the refit is not clearly better than the shipped default on these rows "
+                         f"(the interval includes 0 or the gain is negative): prefer the default, or label more rows")
+    for f in fits:
+        curve = ", ".join(f"{c['train_rows']}: {c['balanced_accuracy']:.3f}" for c in f.curve)
+        lines.append(f"learning curve, {f.metric} (training rows: balanced accuracy): {curve}")
+    return "\n".join(lines)
