@@ -133,12 +133,13 @@ def main(argv: list[str] | None = None) -> int:
     capacity = 2000 / cold_cpu  # both cores, cold cache, if nothing else ran
     lines += [
         "",
-        f"Goal: >= 10 traces/s of typical size on this 2-core machine. Measured wall clock, cold cache: "
-        f"{best_wall:.1f}/s ({'meets' if best_wall >= 10 else 'misses'} the goal under this load); CPU cost "
-        f"{cold_cpu:.0f} ms per trace, i.e. {capacity:.1f}/s on two otherwise idle cores "
-        f"({'meets' if capacity >= 10 else 'misses'} it). Embedding is the dominant stage (the model reads every "
-        "context sentence once), so the sentence cache (on by default: 8192 sentences or 64 MiB with their "
-        "token states) is what makes repeated documents cheap.",
+        f"Goal: <= 100 CPU ms per typical trace on one thread (stretch 50). Measured, cold cache: {cold_cpu:.0f} ms "
+        f"({'meets' if cold_cpu <= 100 else 'misses'} it); wall clock {best_wall:.1f} traces/s under this load, "
+        f"{capacity:.1f}/s on two otherwise idle cores. Embedding is the dominant stage: the model reads every "
+        "embedded sentence once, in batches cut by token length (`embedder.length_buckets`: padding against "
+        "runs), and at this size its float32 matrix products run near the core's peak, so the CPU cost follows "
+        "the tokens embedded. The sentence cache (on by default: 8192 sentences or 64 MiB with their token "
+        "states) is what makes repeated documents cheap.",
     ]
     section = "\n".join(lines)
     print(section)

@@ -69,11 +69,11 @@ _embedders_lock = threading.Lock()
 
 def embedder_for(model_path: str | None, sha256: str | None, threads: int) -> Embedder:
     """One shared embedder per model and thread count (loading it costs seconds)."""
-    # Small batches pad less: sentences vary in length and attention cost grows with padding.
+    # Batches are cut by token length (``embedder.length_buckets``); 32 bounds one run's memory.
     key = (model_path, sha256, threads)
     with _embedders_lock:
         if key not in _embedders:
-            _embedders[key] = Embedder(model_path, sha256, threads=threads, batch_size=8)
+            _embedders[key] = Embedder(model_path, sha256, threads=threads, batch_size=32)
         return _embedders[key]
 
 
