@@ -24,6 +24,7 @@ from ._log import LogOnce
 from ._security import server_ssl_context
 from .config import AgentConfig
 from .errors import JudgeBudgetExceeded, JudgeError
+from .export.inspector import RecentTraces
 from .export.latency import SlidingQuantile
 from .export.metrics import AgentMetrics
 from .export.releases import ReleaseTracker
@@ -119,6 +120,8 @@ class Agent:
         self._releases = ReleaseTracker(self.metrics.release, config.metrics_max_label_values)
         self._thresholds = config.diagnosis_thresholds()
         self._worst = WorstTraces(config.worst_size, config.worst_max_chars, clock=clock)
+        self._inspector = (RecentTraces(config.trace_inspector_size, config.trace_inspector_max_chars)
+                           if config.trace_inspector else None)
         self._recent = _RecentIds(config.dedup_size)
         self._p95: dict[tuple[str, str, str], SlidingQuantile] = {}
         self._listeners: list[ScoreListener] = []
@@ -172,6 +175,7 @@ class Agent:
         return MetricsServer(
             self.metrics.registry, c.metrics_host, c.metrics_port,
             readiness=self._readiness, worst=self._worst.snapshot, ssl_context=ssl_context,
+            inspect=self._inspector.get if self._inspector is not None else None,
             bearer_token=c.metrics_bearer_token,
             allow_unauthenticated_content=c.insecure_allow_unauthenticated_bind,
             on_auth_failure=lambda reason: self.metrics.auth_failures.labels(sc.ENDPOINT_METRICS, reason).inc(),
@@ -184,7 +188,13 @@ class Agent:
             return KafkaSource(self.config.section(KafkaSourceSettings), self.metrics)
         from .ingest.http_receiver import OtlpHttpReceiver
 
-        return OtlpHttpReceiver(self.config.section(HttpReceiverSettings), self.metrics)
+        http = OtlpHttpReceiver(self.config.section(HttpReceiverSettings), self.metrics)
+        if self.config.receiver_grpc_port is None:
+            return http
+        from .ingest.composite_source import CompositeSource
+        from .ingest.grpc_receiver import GrpcReceiverSettings, OtlpGrpcReceiver
+
+        return CompositeSource([http, OtlpGrpcReceiver(self.config.section(GrpcReceiverSettings), self.metrics)])
 
     async def stop(self) -> None:
         """Stop accepting, close open traces, finish or account in-flight work, stop serving."""
@@ -244,6 +254,12 @@ class Agent:
     @property
     def receiver_port(self) -> int | None:
         return self._source.port if self._source is not None else None
+
+    @property
+    def receiver_grpc_port(self) -> int | None:
+        """The OTLP/gRPC receiver's bound port; None when it is off or not started."""
+        port_of = getattr(self._source, "port_of", None)
+        return port_of("grpc") if port_of is not None else None
 
     @property
     def metrics_port(self) -> int:
@@ -508,6 +524,9 @@ class Agent:
             verdict=verdict, reason=reason, question=trace.question, answer=trace.answer,
             detail=str(detail) if detail is not None else None,
         )
+        if self._inspector is not None:
+            self._inspector.record(trace, scores=values, verdict=verdict, reason=reason, judge=judge_name,
+                                   details=scores.details)
         for listener in self._listeners:
             try:
                 listener(trace, scores, verdict)

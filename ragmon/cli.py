@@ -13,9 +13,10 @@ import logging
 import signal
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from ._version import __version__
-from .config import AGENT_SETTINGS, AgentConfig, load_agent_config
+from .config import AGENT_SETTINGS, AgentConfig, Setting, load_agent_config
 from .errors import ConfigError, ModelError
 
 log = logging.getLogger("ragmon")
@@ -29,15 +30,76 @@ def _format_default(value: object) -> str:
     return "(empty)" if value is None else str(value)
 
 
+# `ragmon agent --help` sections: (title, env-name stems after RAGMON_), first match wins
+AGENT_HELP_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("security / TLS (receiver and metrics)", ("RECEIVER_TLS_", "METRICS_TLS_", "RECEIVER_BEARER_",
+                                              "METRICS_BEARER_", "INSECURE_")),
+    ("source", ("AGENT_SOURCE",)),
+    ("receiver (OTLP/HTTP, OTLP/gRPC)", ("RECEIVER_",)),
+    ("metrics server (/metrics, /healthz, /readyz, /worst)", ("METRICS_",)),
+    ("assembler and latency", ("ASSEMBLER_", "LATENCY_")),
+    ("trace extraction", ("PIPELINE_", "DOC_ID_")),
+    ("sampler", ("SAMPLER_",)),
+    ("judge", ("JUDGE",)),
+    ("diagnosis", ("DIAGNOSIS_",)),
+    ("worst traces, trace inspector, judged-trace export", ("WORST_", "TRACE_", "EXPORT_")),
+    ("kafka source", ("KAFKA_",)),
+    ("process", ("LOG_", "SHUTDOWN_")),
+)
+AGENT_HELP_OTHER = "other"
+
+
+def agent_help_group(setting: Setting) -> str:
+    stem = setting.env.removeprefix("RAGMON_")
+    for title, prefixes in AGENT_HELP_GROUPS:
+        if stem.startswith(prefixes):
+            return title
+    return AGENT_HELP_OTHER
+
+
+def agent_metavar(setting: Setting) -> str:
+    """A metavar that says what to write (PORT, SECONDS, PATH, ...) instead of VALUE."""
+    if setting.choices:
+        return "{" + ",".join(setting.choices) + "}"
+    stem = setting.env.removeprefix("RAGMON_")
+    parse = getattr(setting.parse, "__name__", "")
+    default = setting.default
+    rules: tuple[tuple[bool, str], ...] = (
+        ("port" in parse, "PORT"),
+        (parse == "parse_bool", "BOOL"),
+        (parse == "parse_rate_map", "PIPELINE=RATE,..."),
+        (parse == "parse_rename_rules", "REGEX=NAME,..."),
+        (parse == "parse_csv", "A,B,..."),
+        (stem.endswith("_HOST"), "HOST"),
+        (stem.endswith(("_FILE", "_PATH", "_CAFILE", "_CERTFILE", "_KEYFILE")) or stem == "EXPORT_JUDGED", "PATH"),
+        (stem.endswith("_URL"), "URL"),
+        (stem.endswith(("_TOKEN", "_API_KEY", "_PASSWORD")), "SECRET"),
+        (stem.endswith("_S") or parse == "parse_duration_s", "SECONDS"),
+        (stem.endswith("_BYTES"), "BYTES"),
+        (stem.endswith("_CHARS"), "CHARS"),
+        (stem.endswith("_SHA256"), "SHA256"),
+        (stem.endswith(("_THRESHOLD", "_RATE", "_ALPHA", "_POWER", "_DROP", "_SCORE")), "FRACTION"),
+        (stem.endswith(("_MODEL", "_PROFILE", "_ATTRIBUTE", "_SERVERS", "_TOPIC", "_ID", "_MECHANISM",
+                        "_USERNAME", "_PROTOCOL")), "NAME"),
+        (isinstance(default, bool), "BOOL"),
+        (isinstance(default, int), "N"),
+        (isinstance(default, float), "NUMBER"),
+    )
+    return next((metavar for matches, metavar in rules if matches), "TEXT")
+
+
 def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
+    used = {agent_help_group(setting) for setting in AGENT_SETTINGS}
+    titles = [title for title, _ in AGENT_HELP_GROUPS] + [AGENT_HELP_OTHER]
+    groups: dict[str, Any] = {title: parser.add_argument_group(title) for title in titles if title in used}
     for setting in AGENT_SETTINGS:
         shown = "***" if setting.secret else _format_default(setting.default)
-        parser.add_argument(
+        groups[agent_help_group(setting)].add_argument(
             setting.flag,
             *setting.aliases,
             dest=setting.name,
             default=None,
-            metavar=(setting.choices and "{" + ",".join(setting.choices) + "}") or "VALUE",
+            metavar=agent_metavar(setting),
             help=f"{setting.help} [env {setting.env}; default {shown}]",
         )
 
@@ -146,6 +208,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     chunking_command.add_arguments(chunking)
     chunking.set_defaults(func=chunking_command.run)
+
+    from . import inspect as inspect_command
+
+    inspect_parser = sub.add_parser(
+        "inspect", help="show what the agent extracts from an OTLP/JSON traces file (and, optionally, judges)",
+        description="Decode and assemble the traces in an OTLP/JSON file as the agent does and print, per trace, "
+        "the JSON the agent serves at GET /traces/{trace_id}: question, contexts, answer, where each was read "
+        "from, and with --judge local the scores and verdict.",
+    )
+    inspect_command.add_arguments(inspect_parser)
+    inspect_parser.set_defaults(func=inspect_command.run)
 
     version = sub.add_parser("version", help="print the version")
     version.set_defaults(func=_cmd_version)

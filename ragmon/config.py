@@ -114,6 +114,13 @@ def parse_duration_s(text: str) -> float:
     return seconds
 
 
+def parse_optional_port(text: str) -> int | None:
+    """A TCP port, or off ('', 'off', 'none')."""
+    if str(text).strip().lower() in ("", "off", "none"):
+        return None
+    return parse_port(text)
+
+
 def parse_str(text: str) -> str:
     return str(text)
 
@@ -145,6 +152,7 @@ class AgentConfig:
     source: str = "http"
     receiver_host: str = "127.0.0.1"
     receiver_port: int = 4318
+    receiver_grpc_port: int | None = None  # OTLP/gRPC beside OTLP/HTTP (4317 is the usual port); None = off
     receiver_max_body_bytes: int = 16 * 1024 * 1024
     receiver_read_timeout_s: float = 30.0
     receiver_tls_cert_file: str | None = None
@@ -214,6 +222,9 @@ class AgentConfig:
     diagnosis_context_precision_threshold: float = quality.BY_NAME[sc.METRIC_CONTEXT_PRECISION].threshold
     worst_size: int = 50
     worst_max_chars: int = 500
+    trace_inspector: bool = True  # GET /traces/{trace_id} on the metrics port
+    trace_inspector_size: int = 200
+    trace_inspector_max_chars: int = 2000
     # extraction: how a trace's pipeline and documents are named (ragmon/ingest/extract)
     pipeline_attribute: str | None = None
     pipeline_rename: Mapping[str, str] = field(default_factory=dict)
@@ -314,6 +325,7 @@ AGENT_SETTINGS: tuple[Setting, ...] = (
     _s("source", "RAGMON_AGENT_SOURCE", _choice("http", "kafka"), "Where spans come from: OTLP/HTTP receiver or a Kafka topic.", choices=("http", "kafka")),
     _s("receiver_host", "RAGMON_RECEIVER_HOST", parse_str, "OTLP/HTTP receiver bind address."),
     _s("receiver_port", "RAGMON_RECEIVER_PORT", parse_port, "OTLP/HTTP receiver port (POST /v1/traces)."),
+    _s("receiver_grpc_port", "RAGMON_RECEIVER_GRPC_PORT", parse_optional_port, "OTLP/gRPC receiver port beside the OTLP/HTTP one (TraceService/Export; the Collector's default 'otlp' exporter and many SDKs send to 4317), same host, limits, TLS and token; empty = off."),
     _s("receiver_max_body_bytes", "RAGMON_RECEIVER_MAX_BODY_BYTES", parse_positive_int, "Largest accepted request body after decompression."),
     _s("receiver_read_timeout_s", "RAGMON_RECEIVER_READ_TIMEOUT_S", parse_positive_float, "A request body must arrive within this many seconds, else 408 and the connection is closed."),
     _s("receiver_tls_cert_file", "RAGMON_RECEIVER_TLS_CERT_FILE", parse_optional_str, "PEM server certificate (chain) for the OTLP receiver: serve HTTPS (empty = plain HTTP)."),
@@ -374,6 +386,9 @@ AGENT_SETTINGS: tuple[Setting, ...] = (
     *(_s(f"diagnosis_{m.name}_threshold", f"RAGMON_DIAGNOSIS_{m.name.upper()}_THRESHOLD", parse_rate, _threshold_help(m)) for m in quality.ONLINE),
     _s("worst_size", "RAGMON_WORST_SIZE", parse_nonnegative_int, "Worst recently scored traces kept for /worst."),
     _s("worst_max_chars", "RAGMON_WORST_MAX_CHARS", parse_nonnegative_int, "Most characters of question/answer text shown per trace in /worst."),
+    _s("trace_inspector", "RAGMON_TRACE_INSPECTOR", parse_bool, "Serve GET /traces/{trace_id} on the metrics port: what was extracted from a recently judged trace (question, contexts, answer, scores, where each was read from); guarded like /worst."),
+    _s("trace_inspector_size", "RAGMON_TRACE_INSPECTOR_SIZE", parse_positive_int, "Recently judged traces kept for /traces/{trace_id} (oldest evicted first)."),
+    _s("trace_inspector_max_chars", "RAGMON_TRACE_INSPECTOR_MAX_CHARS", parse_nonnegative_int, "Most characters of each text (question, answer, each context) kept per trace for /traces/{trace_id}."),
     _s("pipeline_attribute", "RAGMON_PIPELINE_ATTRIBUTE", parse_optional_str, "Span (or resource) attribute that names the pipeline when neither ragmon.pipeline nor gen_ai.workflow.name does; then traceloop.workflow.name, then the root span's name."),
     _s("pipeline_rename", "RAGMON_PIPELINE_RENAME", parse_rename_rules, "Pipeline rename rules 'REGEX=NAME;...', tried in order on the whole name (first match wins, NAME may use \\1), e.g. 'RetrieverQueryEngine\\..*=docs-qa'."),
     _s("doc_id_keys", "RAGMON_DOC_ID_KEYS", parse_csv, "Metadata keys that name a document that has no id, in order; 'key#' names a source shared by chunks (id '<source>#<hash8>'); else a content hash."),
@@ -455,6 +470,13 @@ def _validate(c: AgentConfig) -> None:
             "the OTLP receiver", "--receiver-host / RAGMON_RECEIVER_HOST", c.receiver_host,
             tls=bool(c.receiver_tls_cert_file), token=bool(c.receiver_bearer_token),
             waived=c.insecure_allow_unauthenticated_bind)
+    if c.receiver_grpc_port is not None:
+        if c.source != "http":
+            raise ConfigError("--receiver-grpc-port / RAGMON_RECEIVER_GRPC_PORT",
+                              "the OTLP/gRPC receiver runs beside the OTLP/HTTP one: needs --source http")
+        if c.receiver_grpc_port and c.receiver_grpc_port == c.receiver_port:
+            raise ConfigError("--receiver-grpc-port / RAGMON_RECEIVER_GRPC_PORT",
+                              f"same port as --receiver-port ({c.receiver_port})")
     if c.detect_drop is not None and not 0.0 < c.detect_drop < 1.0:
         raise ConfigError("--detect-drop / RAGMON_SAMPLER_DETECT_DROP", f"must be in (0, 1), got {c.detect_drop}")
     if c.detect_min_rate > c.detect_max_rate:

@@ -112,6 +112,9 @@ RAGMON_SDK_VERSION: Final = "ragmon.sdk.version"
 # set by the agent's extractor on RagTrace.attributes (never read from spans)
 RAGMON_NOT_RAG: Final = "ragmon.not_rag"  # True: no retrieval, reranking, generation or pipeline span
 RAGMON_CONTEXTS_SOURCE: Final = "ragmon.contexts.source"  # a CONTEXTS_SOURCES value (also on a fallback document)
+# where the extractor read the question / answer: "<span name>: <attribute>" (the trace inspector shows it)
+RAGMON_QUESTION_FROM: Final = "ragmon.extract.question_from"
+RAGMON_ANSWER_FROM: Final = "ragmon.extract.answer_from"
 
 STAGE_PIPELINE: Final = "pipeline"
 STAGE_RETRIEVER: Final = "retriever"

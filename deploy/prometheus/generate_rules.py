@@ -491,7 +491,10 @@ def render_prometheus_rule() -> str:
     resource = {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "PrometheusRule",
-        "metadata": {"name": "ragmon", "labels": {"app.kubernetes.io/name": "ragmon", "role": "alert-rules"}},
+        # release: kube-prometheus-stack's Prometheus selects rules by its Helm release name (its
+        # ruleSelector defaults to release: <release name>); change it to yours (docs/deploying.md).
+        "metadata": {"name": "ragmon", "labels": {"app.kubernetes.io/name": "ragmon", "role": "alert-rules",
+                                                  "release": "kube-prometheus-stack"}},
         "spec": rules(),
     }
     return HEADER + yaml.dump(resource, Dumper=_Dumper, sort_keys=False, width=100_000, allow_unicode=True)

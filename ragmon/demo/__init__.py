@@ -77,6 +77,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metrics-url", metavar="URL",
                         help="with --agent external: the agent's metrics base URL to show its counters, "
                              "e.g. http://127.0.0.1:9464")
+    parser.add_argument("--linger", type=float, default=0.0, metavar="SECONDS",
+                        help="in-process agent: keep /metrics and /worst up this long after the final summary "
+                             "(Ctrl-C stops sooner; default 0: they stop when the demo exits)")
     parser.add_argument("--summary-json", metavar="PATH", help="also write the final summary as JSON to PATH")
     live = parser.add_mutually_exclusive_group()
     live.add_argument("--live", dest="live", action="store_true", default=None,
@@ -105,5 +108,6 @@ def run(args: argparse.Namespace) -> int:
         sample_rate=args.sample_rate, metrics_port=args.metrics_port, receiver_port=args.receiver_port,
         agent_mode=args.agent, otlp_endpoint=args.otlp_endpoint, metrics_url=args.metrics_url,
         summary_json=args.summary_json, live=args.live, slow_threshold_s=args.slow_threshold,
+        linger_s=max(0.0, args.linger),
     )
     return run_demo(options)

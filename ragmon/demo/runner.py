@@ -27,6 +27,7 @@ from typing import Any, TextIO
 
 import ragmon
 
+from ..errors import ConfigError
 from ..quality import ONLINE_NAMES
 from .app import DemoAnswer, DemoRag
 from .corpus import load_corpus
@@ -57,6 +58,7 @@ class DemoOptions:
     live: bool | None = None  # None: live screen when stdout is a terminal
     slow_threshold_s: float = DEFAULT_SLOW_THRESHOLD_S
     extra_agent_settings: dict[str, Any] = field(default_factory=dict)
+    linger_s: float = 0.0  # in-process: keep /metrics and /worst up this long after the final summary
 
 
 class _Stop:
@@ -66,8 +68,10 @@ class _Stop:
         self.event = asyncio.Event()
         self.early = False
         self.hard = False
+        self.count = 0
 
     def signal(self) -> None:
+        self.count += 1
         if self.event.is_set():
             self.hard = True
         self.early = True
@@ -120,7 +124,7 @@ class DemoRunner:
         agent = Agent(config, registry=CollectorRegistry())
         try:
             await agent.start()
-        except OSError as exc:
+        except (OSError, ConfigError) as exc:  # a busy port (the servers raise ConfigError)
             ports = " or ".join(str(p) for p in (config.metrics_port, config.receiver_port) if p)
             self._say(f"ragmon demo: cannot start the agent: {exc}\n"
                       f"  Is something (another agent, an earlier demo) already using port {ports}? "
@@ -202,7 +206,17 @@ class DemoRunner:
         self.out.flush()
         if self.o.summary_json:
             self._write_json(view)
+        if self.agent is not None and self.o.linger_s > 0 and not stop.hard:
+            await self._linger(stop)
         return 0
+
+    async def _linger(self, stop: _Stop) -> None:
+        """Keep the in-process agent (and its URLs) up after the summary, until the time is up
+        or the next Ctrl-C/SIGTERM."""
+        signals = stop.count
+        deadline = time.monotonic() + self.o.linger_s
+        while time.monotonic() < deadline and stop.count == signals:  # noqa: ASYNC110  # set by a signal handler
+            await asyncio.sleep(0.1)
 
     async def _until_hard(self, stop: _Stop) -> None:
         while not stop.hard:  # noqa: ASYNC110  # polls a flag set from a signal handler thread
@@ -255,7 +269,7 @@ class DemoRunner:
             tracker=self.tracker.snapshot(),
             thresholds={name: thresholds[name] for name in ONLINE_NAMES},
             slow_threshold_s=self.o.slow_threshold_s, sample_rate=sample_rate, metrics_url=metrics_url,
-            counts=counts, final=final, stopped_early=early, notes=notes,
+            counts=counts, final=final, stopped_early=early, notes=notes, linger_s=self.o.linger_s,
         )
 
     async def _counts(self, metrics_url: str | None) -> AgentCounts | None:

@@ -58,6 +58,7 @@ class DemoView:
     final: bool = False
     stopped_early: bool = False
     notes: tuple[str, ...] = ()
+    linger_s: float = 0.0  # in-process: how long the URLs stay up after the final summary
 
 
 class _Style:
@@ -247,10 +248,20 @@ def _look_next(view: DemoView, st: _Style, width: int) -> list[str]:
         lines.append(f"  {pad}ragmon_retrieval_latency_p95_seconds, ragmon_traces_*_total")
         if view.mode == "inprocess":
             lines.append(f"  {view.metrics_url}/worst     the lowest-scored traces with question, answer "
-                         "and why (while the demo runs)")
+                         "and why")
+            lines.append(f"  {pad}{_served_until(view)}")
     lines.append("  Your own app: call ragmon.init(), decorate it with @ragmon.pipeline/retriever/generator,")
     lines.append("  and run `ragmon agent` beside it (see the README).")
     return lines
+
+
+def _served_until(view: DemoView) -> str:
+    """The in-process agent serves these URLs only while the demo process runs: say until when."""
+    if not view.final:
+        return "(served while the demo runs)"
+    if view.linger_s > 0:
+        return f"(served for {view.linger_s:.0f} s more after this summary; Ctrl-C stops now)"
+    return "(these stop when the demo exits, right now; `ragmon demo --linger 300` keeps them up)"
 
 
 def progress_line(view: DemoView) -> str:

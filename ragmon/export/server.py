@@ -1,15 +1,16 @@
-"""The agent's HTTP face on the metrics port: /metrics, /healthz, /readyz, /worst.
+"""The agent's HTTP face on the metrics port: /metrics, /healthz, /readyz, /worst, /traces/{trace_id}.
 
 /metrics negotiates the exposition format: OpenMetrics (which carries the trace-id
 exemplars on score histograms) when the scraper asks for it, as Prometheus does, else the
 classic text format. The exposition is rendered in a worker thread, so a large scrape never
 stalls the event loop (the OTLP receiver and /healthz keep answering meanwhile).
 
-/worst serves question and answer text. It is guarded (docs/security.md): with a bearer token
-configured it needs ``Authorization: Bearer <token>``; without one it answers only when the
-server listens on loopback or the operator waived the rule explicitly
-(``--insecure-allow-unauthenticated-bind``), else 403. /metrics, /healthz and /readyz carry no
-trace content and stay open for Prometheus and the kubelet. Optional TLS covers every path.
+/worst and /traces/{trace_id} (the trace inspector) serve question, context and answer text.
+They are guarded (docs/security.md): with a bearer token configured they need
+``Authorization: Bearer <token>``; without one they answer only when the server listens on
+loopback or the operator waived the rule explicitly (``--insecure-allow-unauthenticated-bind``),
+else 403. /metrics, /healthz and /readyz carry no trace content and stay open for Prometheus
+and the kubelet. Optional TLS covers every path.
 """
 
 from __future__ import annotations
@@ -26,14 +27,16 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
 from .._security import BearerToken, is_loopback
+from ..errors import ConfigError
 
 ReadinessProbe = Callable[[], tuple[bool, dict[str, Any]]]
 WorstProvider = Callable[[], list[dict[str, Any]]]
+TraceLookup = Callable[[str], dict[str, Any] | None]  # trace id -> the inspector's JSON (export/inspector.py)
 AuthFailure = Callable[[str], None]  # called with the reason (token | tls)
 
 log = logging.getLogger(__name__)
 
-CONTENT_PATHS = ("/worst",)  # paths that serve trace content
+CONTENT_PATHS = ("/worst", "/traces/{trace_id}")  # paths that serve trace content
 
 
 class MetricsServer:
@@ -41,12 +44,13 @@ class MetricsServer:
                  readiness: ReadinessProbe, worst: WorstProvider,
                  ssl_context: ssl.SSLContext | None = None, bearer_token: str | None = None,
                  allow_unauthenticated_content: bool = False,
-                 on_auth_failure: AuthFailure | None = None) -> None:
+                 on_auth_failure: AuthFailure | None = None, inspect: TraceLookup | None = None) -> None:
         self._registry = registry
         self._host = host
         self._port = port
         self._readiness = readiness
         self._worst = worst
+        self._inspect = inspect
         self._ssl = ssl_context
         self._token = BearerToken(bearer_token) if bearer_token else None
         self._content_open = allow_unauthenticated_content or is_loopback(host)
@@ -70,10 +74,21 @@ class MetricsServer:
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/readyz", self._readyz)
         app.router.add_get("/worst", self._worst_handler)
+        if self._inspect is not None:  # off with --trace-inspector false: 404 like any unknown path
+            app.router.add_get("/traces/{trace_id}", self._trace_handler)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         self._site = web.TCPSite(self._runner, self._host, self._port, ssl_context=self._ssl)
-        await self._site.start()
+        try:
+            await self._site.start()
+        except OSError as exc:  # port in use, address not local, no permission: a setting is wrong
+            await self._runner.cleanup()
+            self._runner = None
+            self._site = None
+            raise ConfigError(
+                "--metrics-host/--metrics-port (RAGMON_METRICS_HOST/RAGMON_METRICS_PORT)",
+                f"cannot listen on {self._host}:{self._port}: {exc.strerror or exc}",
+            ) from exc
 
     async def stop(self) -> None:
         if self._runner is not None:
@@ -122,6 +137,19 @@ class MetricsServer:
         if refused is not None:
             return refused
         return web.json_response({"worst": self._worst()})
+
+    async def _trace_handler(self, request: web.Request) -> web.Response:
+        refused = self._guard_content(request)
+        if refused is not None:
+            return refused
+        assert self._inspect is not None
+        trace_id = request.match_info["trace_id"]
+        entry = self._inspect(trace_id)
+        if entry is None:
+            return web.json_response(
+                {"error": f"trace {trace_id[:64]!r} is not among the recently judged traces "
+                          "(only judged traces are kept, a bounded number: --trace-inspector-size)"}, status=404)
+        return web.json_response(entry)
 
     def _guard_content(self, request: web.Request) -> web.Response | None:
         if self._token is not None:

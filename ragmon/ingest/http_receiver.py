@@ -136,6 +136,7 @@ class OtlpHttpReceiver:
         # client_max_size guards aiohttp's own readers; we read the body ourselves, bounded.
         app = web.Application(client_max_size=self._max_body + 1)
         app.router.add_route("*", TRACES_PATH, self._handle)
+        app.router.add_route("*", "/{path:.*}", self._not_found)  # counted and explained, not silent
         # auto_decompress=False: gzip is inflated by the decoder with an output bound (zip bombs)
         # and the size limit applies to what we actually decode. logger: requests aiohttp's parser
         # refuses never reach a handler; this is where they are counted (and logged once).
@@ -205,6 +206,19 @@ class OtlpHttpReceiver:
             self._in_flight -= 1
             if self._in_flight == 0:
                 self._idle.set()
+
+    async def _not_found(self, request: web.Request) -> web.StreamResponse:
+        """A wrong path (typically ``OTEL_EXPORTER_OTLP_ENDPOINT=.../v1/traces``, to which the
+        exporter appends ``/v1/traces`` again): 404, counted as rejected, explained once in the log."""
+        self._count(sc.OUTCOME_REJECTED)
+        self._log_once.warning(
+            "path", "OTLP receiver: %s %s answered 404: spans are received on %s only. Point "
+            "OTEL_EXPORTER_OTLP_ENDPOINT at the base URL (http://HOST:PORT) or "
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT at the full URL (http://HOST:PORT%s)",
+            request.method, request.path[:200], TRACES_PATH, TRACES_PATH)
+        return _status_response(404, _RPC_UNIMPLEMENTED, f"no such path {request.path[:200]!r}; "
+                                f"OTLP/HTTP traces are received on {TRACES_PATH}",
+                                _response_type(request.headers.get(hdrs.CONTENT_TYPE)))
 
     async def _handle_request(self, request: web.Request) -> web.StreamResponse:
         if request.method != hdrs.METH_POST:

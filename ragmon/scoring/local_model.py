@@ -190,6 +190,19 @@ RELEVANCY_FEATURES = ["cos", "new_info", "type_match", "type_other"]
 REFUSAL_CAP = 0.1
 
 
+def _new_information(new: set[str], answer: TextFacts, question: TextFacts, answer_tokens: set[str]) -> float:
+    """What the answer says that the question does not, in [0, 1].
+
+    Content words of its own, saturating at 3 (an echo padded with filler — "that is a good
+    question about ..." — adds one or two generic words); but a new number or name, or an answer
+    mostly made of new words, is a whole answer by itself ("Paris.", "49 dollars a month.").
+    """
+    specific = (answer.numbers - question.numbers) | (answer.entities - question.tokens)
+    if specific or (answer_tokens and len(new) / len(answer_tokens) >= 0.5):
+        return 1.0
+    return min(len(new), 3) / 3.0
+
+
 def relevancy_features(question: str, answer: str, whole_cos: float, best_claim_cos: float) -> dict[str, float]:
     """Does the answer address the question: closeness in meaning (cosine), information beyond
     the question's own words (an echo of the question has none) and the answer type the
@@ -213,9 +226,7 @@ def relevancy_features(question: str, answer: str, whole_cos: float, best_claim_
         "cos": max(whole_cos, best_claim_cos),
         "whole_cos": whole_cos,
         "new_share": len(new) / len(a_tokens) if a_tokens else 0.0,
-        # content words the question does not contain, saturating at 3: an echo has none, and a
-        # short exact answer ("330 metres, completed in 1889") needs no more than a long one
-        "new_info": min(len(new), 3) / 3.0,
+        "new_info": _new_information(new, a, q, a_tokens),
         "type_match": match,
         "type_other": 1.0 if qtype == "other" else 0.0,
     }

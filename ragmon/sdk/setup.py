@@ -26,7 +26,13 @@ from a 30-document retrieval); other tracers keep their limits.
 ``init()`` may be called again: the previous exporter is flushed and detached first, so spans
 are never exported twice. ``shutdown()`` flushes and detaches, within its timeout even when the
 backend is down; it never shuts down a provider that belongs to the application. It also runs
-at interpreter exit, waiting at most ``EXIT_FLUSH_MILLIS`` (plus 1 s) for pending spans.
+at interpreter exit, waiting at most ``EXIT_FLUSH_MILLIS`` (2 s) in all for pending spans: with
+the agent down, process exit is delayed by at most that much, never by OpenTelemetry's retry loop.
+
+The OTLP exporter (``AgentSpanExporter``, an ``OTLPSpanExporter``) sends each batch with a short
+timeout (``DEFAULT_EXPORT_TIMEOUT_S``, 1 s, unless ``OTEL_EXPORTER_OTLP_(TRACES_)TIMEOUT`` is set)
+and, when the agent is unreachable or answers an error, logs **one** line on the ``ragmon.sdk``
+logger (and one when it is reachable again) instead of OpenTelemetry's per-batch retry warnings.
 """
 
 from __future__ import annotations
@@ -34,8 +40,9 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import socket
 import threading
-import time
+import urllib.parse
 import weakref
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -58,7 +65,9 @@ logger = logging.getLogger("ragmon.sdk")
 EXPORTERS = ("otlp", "console", "none", "kafka")
 DEFAULT_EXPORTER = "otlp"
 DEFAULT_OTLP_ENDPOINT = "http://127.0.0.1:4318/v1/traces"
-EXIT_FLUSH_MILLIS = 5_000  # at interpreter exit, wait this long for pending spans (agent down: give up)
+EXIT_FLUSH_MILLIS = 2_000  # at interpreter exit, wait at most this long in all for pending spans (then give up)
+DEFAULT_EXPORT_TIMEOUT_S = 1.0  # per OTLP batch, unless OTEL_EXPORTER_OTLP_(TRACES_)TIMEOUT is set
+_OTLP_TIMEOUT_ENVS = ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT")
 _OTLP_ENDPOINT_ENVS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 ENV_KAFKA_BOOTSTRAP = env.KAFKA_BOOTSTRAP_SERVERS
 ENV_KAFKA_TOPIC = env.KAFKA_TOPIC
@@ -226,9 +235,95 @@ def build_exporter(name: str, endpoint: str | None, kafka_options: Mapping[str, 
 
         exporter: SpanExporter = KafkaSpanExporter(**kafka_exporter_options(kafka_options))
         return exporter
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    timeout = None if any(os.environ.get(name) for name in _OTLP_TIMEOUT_ENVS) else DEFAULT_EXPORT_TIMEOUT_S
+    return agent_span_exporter(otlp_endpoint(endpoint), timeout)
 
-    return OTLPSpanExporter(endpoint=otlp_endpoint(endpoint))
+
+# --- the OTLP exporter: one clear line when the agent is unreachable --------------------------------
+_OTEL_EXPORTER_LOGGER = "opentelemetry.exporter.otlp.proto.http.trace_exporter"
+_quiet = threading.local()  # .active while *ragmon's* exporter exports on this thread
+
+
+class _QuietFilter(logging.Filter):
+    """Drops the OpenTelemetry exporter's own records while ragmon's exporter runs on this thread
+    (the application's OTLP exporters log on the same logger and keep theirs); keeps the first."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(_quiet, "active", False):
+            if not getattr(_quiet, "first", ""):  # the first says why (the last only "gave up")
+                try:
+                    _quiet.first = record.getMessage()
+                except Exception:
+                    _quiet.first = str(record.msg)
+            return False
+        return True
+
+
+_QUIET_FILTER = _QuietFilter()
+
+
+def _reason(message: str, endpoint: str) -> str:
+    """A short reason from OpenTelemetry's log message (urllib3's are very long), else from a
+    quick connection probe (OpenTelemetry may only say it gave up)."""
+    lowered = message.lower()
+    if "code: 404" in lowered:
+        return ("HTTP 404: wrong path? the agent receives on /v1/traces; set OTEL_EXPORTER_OTLP_ENDPOINT to the "
+                "base URL or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT to the full .../v1/traces URL")
+    if "connection refused" in lowered or "failed to establish a new connection" in lowered:
+        return "connection refused"
+    if "code:" in lowered:
+        return message if len(message) <= 160 else message[:157] + "..."
+    try:
+        url = urllib.parse.urlsplit(endpoint)
+        port = url.port or (443 if url.scheme == "https" else 80)
+        with socket.create_connection((url.hostname or "127.0.0.1", port), timeout=0.2):
+            return "no answer in time"
+    except ConnectionRefusedError:
+        return "connection refused"
+    except OSError as exc:
+        return f"unreachable: {exc}"
+    except Exception:
+        return "export failed"
+
+
+def agent_span_exporter(endpoint: str | None, timeout: float | None) -> SpanExporter:
+    """An ``OTLPSpanExporter`` (subclass) that logs agent trouble once instead of per batch."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace.export import SpanExportResult
+
+    class AgentSpanExporter(OTLPSpanExporter):
+        """OTLP/HTTP to the ragmon agent. A failure is logged once on ``ragmon.sdk`` (and once more
+        when the agent is reachable again); spans that could not be sent are dropped, as OTel does."""
+
+        def __init__(self) -> None:
+            super().__init__(endpoint=endpoint, timeout=timeout)
+            self.failing = False
+            self.failed_batches = 0
+            otel_logger = logging.getLogger(_OTEL_EXPORTER_LOGGER)
+            if _QUIET_FILTER not in otel_logger.filters:
+                otel_logger.addFilter(_QUIET_FILTER)
+
+        def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+            _quiet.active, _quiet.first = True, ""
+            try:
+                result = super().export(spans)
+            finally:
+                _quiet.active = False
+            if result is SpanExportResult.SUCCESS:
+                if self.failing:
+                    self.failing = False
+                    logger.warning("ragmon SDK: the ragmon agent at %s is reachable again", self._endpoint)
+                return result
+            self.failed_batches += 1
+            if not self.failing:
+                self.failing = True
+                logger.warning("ragmon SDK: cannot send spans to the ragmon agent at %s (%s); %d span(s) dropped, "
+                               "later ones are dropped silently until it is reachable. Is `ragmon agent` running? "
+                               "Set OTEL_EXPORTER_OTLP_TRACES_ENDPOINT for another address.",
+                               self._endpoint, _reason(getattr(_quiet, "first", ""), self._endpoint), len(spans))
+            return result
+
+    return AgentSpanExporter()
 
 
 def kafka_exporter_options(explicit: Mapping[str, Any]) -> dict[str, Any]:
@@ -377,20 +472,19 @@ def init(
 
 
 def _detach_locked(timeout_millis: int = 30_000, *, final: bool) -> bool:
-    """Flush and detach the current delegates, within ``timeout_millis`` overall (at least 1 s
-    for the shutdown step). Processors ragmon built are shut down; a ``span_processor`` the
-    caller passed in is shut down only by ``shutdown()`` (``final``), so a second ``init()`` may
-    be handed the same exporter again."""
-    deadline = time.monotonic() + timeout_millis / 1000
+    """Flush and detach the current delegates, within ``timeout_millis`` in all (at least 0.1 s).
+    Processors ragmon built are shut down (which flushes them); a ``span_processor`` the caller
+    passed in is only flushed unless ``final`` (``shutdown()``), so a second ``init()`` may be
+    handed the same exporter again."""
     ok = True
     processor = _STATE.processor
     if processor is not None:
-        ok = processor.force_flush(timeout_millis)
         delegates = processor.delegates
         processor.set_delegates(())  # stays attached to its provider, empty until the next init()
         to_stop = [d for d in delegates if final or d is not _STATE.user_processor]
-        if to_stop:
-            ok = _shutdown_within(to_stop, max(1.0, deadline - time.monotonic())) and ok
+        to_flush = [d for d in delegates if d not in to_stop]
+        if delegates:
+            ok = _finish_within(to_flush, to_stop, max(0.1, timeout_millis / 1000))
     owned = _STATE.owned_provider
     if owned is not None and _STATE.provider is owned and not _STATE.owned_is_global:
         owned.shutdown()  # a private provider of ours (its processor is empty now): nobody else uses it
@@ -403,22 +497,33 @@ def _detach_locked(timeout_millis: int = 30_000, *, final: bool) -> bool:
     return ok
 
 
-def _shutdown_within(processors: Sequence[SpanProcessor], timeout_s: float) -> bool:
-    """Shut processors down on a helper thread and wait at most ``timeout_s``: an exporter
-    stuck on an unreachable backend must not hold the application's exit hostage."""
+def _finish_within(to_flush: Sequence[SpanProcessor], to_stop: Sequence[SpanProcessor], timeout_s: float) -> bool:
+    """Flush / shut processors down on a helper thread and wait at most ``timeout_s`` in all: an
+    exporter stuck on an unreachable backend must not hold the application's exit hostage (and the
+    SDK's ``BatchSpanProcessor.force_flush`` does not honour its timeout)."""
     done = threading.Event()
+    results: list[bool] = []
 
     def run() -> None:
-        for delegate in processors:
+        for delegate in to_flush:
             try:
+                results.append(bool(delegate.force_flush(int(timeout_s * 1000))))
+            except Exception as exc:
+                _runtime.internal_error("span_processor_flush", exc)
+                results.append(False)
+        for delegate in to_stop:
+            try:
+                if hasattr(delegate, "force_flush"):
+                    results.append(bool(delegate.force_flush(int(timeout_s * 1000))))
                 delegate.shutdown()
             except Exception as exc:
                 _runtime.internal_error("span_processor_shutdown", exc)
+                results.append(False)
         done.set()
 
     threading.Thread(target=run, name="ragmon-sdk-shutdown", daemon=True).start()
     if done.wait(timeout_s):
-        return True
+        return all(results)
     _runtime.internal_error("exporter_shutdown_timeout", None, f"exporter still busy after {timeout_s:.1f} s; "
                             "unsent spans are abandoned")
     return False

@@ -210,3 +210,43 @@ async def test_external_agent_mode_sends_to_a_running_agent(tmp_path: Path) -> N
     # The counters it read back from the external agent's /metrics.
     assert summary["mode"] == "external"
     assert summary["agent"]["received"] > 0
+
+
+def test_linger_keeps_the_printed_urls_alive_until_ctrl_c(tmp_path: Path) -> None:
+    import queue
+    import threading
+
+    proc, port, _ = _start_demo(tmp_path, "--duration", "2", "--rate", "3", "--linger", "120")
+    lines: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line)
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    seen: list[str] = []
+    try:
+        deadline = time.monotonic() + EXIT_TIMEOUT_S
+        while not any("served for 120 s more" in line for line in seen):
+            assert time.monotonic() < deadline, "".join(seen)[-3000:]
+            try:
+                seen.append(lines.get(timeout=1))
+            except queue.Empty:
+                assert proc.poll() is None, "".join(seen)[-3000:]
+        time.sleep(0.5)
+        assert proc.poll() is None  # the summary is out and the URLs it printed still answer
+        assert httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).status_code == 200
+        assert httpx.get(f"http://127.0.0.1:{port}/worst", timeout=5).status_code == 200
+        started = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 0
+        assert time.monotonic() - started < 30  # Ctrl-C ends the linger, not the 120 s
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        reader.join(10)
+        if proc.stdout is not None:
+            proc.stdout.close()

@@ -142,3 +142,14 @@ def test_progress_line() -> None:
     line = progress_line(_view())
     assert "[12s/30s]" in line and "received 9 scored 7" in line
     assert "faithfulness healthy 0.68 / contradiction 0.45" in line
+
+
+def test_look_next_says_how_long_the_urls_are_served() -> None:
+    live = render(_view())
+    assert "(served while the demo runs)" in live
+    final = render(_view(final=True))
+    assert "stop when the demo exits" in final and "--linger" in final
+    lingering = render(_view(final=True, linger_s=300.0))
+    assert "served for 300 s more after this summary" in lingering
+    ext = render(_view(mode="external", metrics_url="http://127.0.0.1:9464", final=True))
+    assert "--linger" not in ext  # an external agent keeps serving on its own

@@ -19,8 +19,6 @@ def judge() -> LocalJudge:
     return LocalJudge()
 
 
-@pytest.mark.xfail(strict=False, reason="issue 17 item 12: answer relevancy rewards an off-topic answer that "
-                   "repeats the question; the fix belongs to the judges (ragmon/scoring), not landed yet")
 async def test_an_answer_that_only_repeats_the_question_is_not_relevant(judge: LocalJudge) -> None:
     trace = RagTrace(
         trace_id="0" * 31 + "c", service="hostile", pipeline="faq", question=QUESTION,

@@ -95,7 +95,9 @@ def test_ragmon_sdk_trace() -> None:
     assert dict(t.attributes) == {
         sc.LLM_MODEL_NAME: "gpt-4o-mini", sc.LLM_PROMPT_TEMPLATE_VERSION: "v7", sc.SESSION_ID: "s-1",
         sc.USER_ID: "u-9", sc.TAG_TAGS: ["beta"], sc.RAGMON_DOCUMENT_COUNT: 3,
-        sc.RAGMON_CONTEXTS_SOURCE: sc.CONTEXTS_RETRIEVAL}
+        sc.RAGMON_CONTEXTS_SOURCE: sc.CONTEXTS_RETRIEVAL,
+        # where the question and answer were read from (the trace inspector's "sources")
+        sc.RAGMON_QUESTION_FROM: f"rag: {sc.INPUT_VALUE}", sc.RAGMON_ANSWER_FROM: f"rag: {sc.OUTPUT_VALUE}"}
 
 
 def test_content_rate_left_text_off() -> None:

@@ -81,6 +81,10 @@ def build_rag_trace(spans: Sequence[SpanRecord], *, complete: bool,
                                     for m in g.members)]
     attributes = _trace_attributes(view, generator_data, len(documents))
     attributes[sc.RAGMON_CONTEXTS_SOURCE] = contexts_source
+    for name, text in ((sc.RAGMON_QUESTION_FROM, question), (sc.RAGMON_ANSWER_FROM, answer)):
+        origin = _read_from(rag_spans or spans, text)
+        if origin is not None:
+            attributes[name] = origin
     # Only RAG requests are judged: index building, embedding batches, a late feedback span ...
     # hold no retrieval, reranking, generation or ragmon pipeline span.
     if not (retriever_groups or reranker_groups or generator_groups or documents or view.declares_pipeline()):
@@ -225,6 +229,21 @@ def _trace_attributes(view: TraceView, generator: SpanRecord | None, doc_count: 
     elif doc_count:
         out[sc.RAGMON_DOCUMENT_COUNT] = doc_count
     return out
+
+
+def _read_from(spans: Sequence[SpanRecord], text: str | None) -> str | None:
+    """``"<span name>: <attribute>"`` of the first string attribute holding ``text`` (the trace
+    inspector's provenance); None when not found. Long values are not searched (bounded cost)."""
+    if not text:
+        return None
+    for span in spans:
+        for key, value in span.attributes.items():
+            if isinstance(value, str) and (value == text or (len(value) <= _MAX_SEARCHED_CHARS and text in value)):
+                return f"{span.name}: {key}"
+    return None
+
+
+_MAX_SEARCHED_CHARS = 64 * 1024
 
 
 def _envelope_s(spans: Iterable[SpanRecord]) -> float:

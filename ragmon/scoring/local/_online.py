@@ -11,6 +11,7 @@ import numpy as np
 from ... import semconv as sc
 from .. import abstention, local_model
 from .. import local_coefficients as coef
+from ..claims import content_tokens
 from ..evidence import ClaimEvidence
 from ..formulas import context_precision as rank_weighted_precision
 from ._analysis import Analysis
@@ -88,12 +89,24 @@ def _faithfulness(analysis: Analysis, details: dict[str, Any], profile: JudgePro
     return score
 
 
+def _informative_claims(question: str, claims: list[str]) -> list[int]:
+    """Indexes of the claims that contain a content word the question does not."""
+    asked = set(content_tokens(question))
+    return [i for i, claim in enumerate(claims) if set(content_tokens(claim)) - asked]
+
+
 def _answer_relevancy(analysis: Analysis, details: dict[str, Any], profile: JudgeProfile) -> float | None:
     question_vec, answer_vec, claim_vecs = analysis.question_vec, analysis.answer_vec, analysis.claim_vecs
     if question_vec is None or answer_vec is None or not analysis.question or not analysis.answer:
         return None
     whole = float(answer_vec @ question_vec)
     best_claim = float((claim_vecs @ question_vec).max()) if len(claim_vecs) else whole
+    informative = _informative_claims(analysis.question, analysis.claims)
+    if len(claim_vecs) == len(analysis.claims) and informative and len(informative) < len(analysis.claims):
+        # the answer repeats (part of) the question and says something else: judge what it adds,
+        # so an echo cannot lend its closeness to the question to off-topic text
+        best_claim = float((claim_vecs[informative] @ question_vec).max())
+        whole = best_claim
     features = local_model.relevancy_features(analysis.question, analysis.answer, whole, best_claim)
     refusal = abstention.check(analysis.answer)
     weights = dict(profile.relevancy_weights) if profile.relevancy_weights is not None else None
