@@ -167,3 +167,28 @@ async def test_series_are_capped_per_service_pipeline_pair() -> None:
     assert len(pairs) <= cap + 1
     assert s.value(f"{sc.M_TRACES_RECEIVED}_total") == services * pipelines
     assert totals(s) == (services * pipelines, services * pipelines)
+
+
+async def test_non_ascii_digit_document_index_is_ignored_not_fatal() -> None:
+    """Item 11: `retrieval.documents.².document.content` (a superscript two passes str.isdigit but
+    not int()) crashed extraction and the trace was skipped as no_content. The odd key is ignored;
+    the trace is judged on its well-formed documents."""
+    f = SpanFactory("index-svc")
+    root = {sc.RAGMON_STAGE: "pipeline", sc.RAGMON_PIPELINE: "faq", sc.INPUT_VALUE: "How do I reset my password?",
+            sc.OUTPUT_VALUE: "Use the reset link on the login page.", sc.RAGMON_CONTENT_SAMPLED: True}
+    retriever = {sc.RAGMON_STAGE: "retriever", sc.SPAN_KIND: "RETRIEVER", "retrieval.documents.0.document.id": "kb-1",
+                 "retrieval.documents.0.document.content": "Use the reset link on the login page.",
+                 "retrieval.documents.².document.content": "superscript index"}
+    with f.tracer.start_as_current_span("rag", attributes=root), \
+            f.tracer.start_as_current_span("search", attributes=retriever):
+        pass
+    async with running_agent(ScriptedJudge()) as agent:
+        async with httpx.AsyncClient(timeout=10) as client:
+            response = await client.post(f"http://127.0.0.1:{agent.receiver_port}/v1/traces",
+                                         content=f.request().SerializeToString(), headers=PROTO)
+        assert response.status_code == 200
+        assert await agent.wait_idle(20)
+        s = await asyncio.to_thread(scrape, agent.metrics_port)
+    assert s.value(f"{sc.M_TRACES_SCORED}_total", service="index-svc") == 1
+    assert (s.value(f"{sc.M_TRACES_SKIPPED}_total", service="index-svc", reason=sc.SKIP_NO_CONTENT) or 0) == 0
+    assert totals(s) == (1, 1)
