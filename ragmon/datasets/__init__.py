@@ -7,7 +7,9 @@
   MiniLM, :mod:`.retrievers`) and evaluate each configuration; table, JSON, SVG (:mod:`.plot`).
 * :mod:`.synth` / :mod:`.prompts` — ``ragmon dataset synth``: factoid, adversarial and multi-hop
   questions from an OpenAI-compatible LLM (the LLM judge's transport), realism filter, dedup,
-  provenance.
+  provenance. Split into :mod:`.synth_options` (kinds, drop reasons, options, counts),
+  :mod:`.synth_parse` (reply parsing), :mod:`.synth_search` (distractors, multi-hop pairing) and
+  :mod:`.synth_rows` (row assembly, provenance); :mod:`.synth` runs the loop and re-exports the API.
 * :mod:`.harvest` — the agent's ``--export-judged`` sink and ``ragmon dataset harvest``.
 * :mod:`.label` — ``ragmon dataset label``: terminal labelling that stops and resumes.
 """

@@ -39,139 +39,62 @@ from __future__ import annotations
 
 import atexit
 import logging
-import os
-import socket
 import threading
-import urllib.parse
-import weakref
-from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from opentelemetry import trace
-from opentelemetry.context import Context
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace import SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
-from .. import env
-from .. import semconv as sc
 from .._version import __version__
 from ..errors import ConfigError
 from . import _runtime
+from ._exporters import (
+    DEFAULT_EXPORT_TIMEOUT_S,
+    DEFAULT_EXPORTER,
+    DEFAULT_OTLP_ENDPOINT,
+    EXPORTERS,
+    _exporter_name,
+    agent_span_exporter,
+    build_exporter,
+    otlp_endpoint,
+)
+from ._kafka_options import (
+    DEFAULT_KAFKA_BOOTSTRAP,
+    ENV_KAFKA_BOOTSTRAP,
+    ENV_KAFKA_TOPIC,
+    ENV_KAFKA_TOPICS,
+    KAFKA_ENV_OPTIONS,
+    kafka_exporter_options,
+)
+from ._processor import _PROCESSORS, _STATE, RagmonSpanProcessor, _processor_for, _resolve_provider
+
+__all__ = [
+    "DEFAULT_EXPORTER",
+    "DEFAULT_EXPORT_TIMEOUT_S",
+    "DEFAULT_KAFKA_BOOTSTRAP",
+    "DEFAULT_OTLP_ENDPOINT",
+    "ENV_KAFKA_BOOTSTRAP",
+    "ENV_KAFKA_TOPIC",
+    "ENV_KAFKA_TOPICS",
+    "EXIT_FLUSH_MILLIS",
+    "EXPORTERS",
+    "KAFKA_ENV_OPTIONS",
+    "RagmonSpanProcessor",
+    "active_exporter",
+    "active_provider",
+    "agent_span_exporter",
+    "build_exporter",
+    "flush",
+    "init",
+    "kafka_exporter_options",
+    "otlp_endpoint",
+    "shutdown",
+]
 
 logger = logging.getLogger("ragmon.sdk")
 
-EXPORTERS = ("otlp", "console", "none", "kafka")
-DEFAULT_EXPORTER = "otlp"
-DEFAULT_OTLP_ENDPOINT = "http://127.0.0.1:4318/v1/traces"
 EXIT_FLUSH_MILLIS = 2_000  # at interpreter exit, wait at most this long in all for pending spans (then give up)
-DEFAULT_EXPORT_TIMEOUT_S = 1.0  # per OTLP batch, unless OTEL_EXPORTER_OTLP_(TRACES_)TIMEOUT is set
-_OTLP_TIMEOUT_ENVS = ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT")
-_OTLP_ENDPOINT_ENVS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
-ENV_KAFKA_BOOTSTRAP = env.KAFKA_BOOTSTRAP_SERVERS
-ENV_KAFKA_TOPIC = env.KAFKA_TOPIC
-ENV_KAFKA_TOPICS = env.KAFKA_TOPICS  # the agent's list; the exporter writes to its first topic
-DEFAULT_KAFKA_BOOTSTRAP = "127.0.0.1:9092"
-# KafkaSpanExporter keyword <- env var (the same variables the agent's Kafka source reads)
-KAFKA_ENV_OPTIONS: Mapping[str, str] = env.KAFKA_EXPORTER_OPTIONS
-
-
-class RagmonSpanProcessor(SpanProcessor):
-    """ragmon's one processor per provider: forwards spans to the current exporter pipeline.
-
-    Its delegates are swapped by ``init()``/``shutdown()`` (an SDK provider cannot remove a
-    processor), which is what keeps a second ``init()`` from exporting twice. A delegate that
-    raises is counted and logged once, never propagated into the application's ``span.end()``.
-
-    With ``only_scope`` set (ragmon joined the application's provider) it forwards only *RAG
-    traces*: spans of that instrumentation scope, plus the application's spans of any trace in
-    which a ragmon span has started (e.g. the HTTP server span around the pipeline, which is the
-    trace's root and lets the agent close the trace at once, or an LLM client span inside the
-    generator). The application's other traces are not shipped to the ragmon agent. The set of
-    RAG trace ids is bounded (``max_traces``, oldest forgotten first).
-    """
-
-    def __init__(self, only_scope: str | None, max_traces: int = 16_384) -> None:
-        self._only_scope = only_scope
-        self._delegates: tuple[SpanProcessor, ...] = ()
-        self._rag_traces: OrderedDict[int, None] = OrderedDict()
-        self._max_traces = max_traces
-        self._lock = threading.Lock()
-
-    @property
-    def delegates(self) -> tuple[SpanProcessor, ...]:
-        return self._delegates
-
-    def set_delegates(self, delegates: Sequence[SpanProcessor]) -> None:
-        self._delegates = tuple(delegates)
-
-    def _wanted(self, span: ReadableSpan, starting: bool) -> bool:
-        if self._only_scope is None:
-            return True
-        scope = span.instrumentation_scope
-        context = span.context
-        trace_id = context.trace_id if context is not None else 0
-        if scope is not None and scope.name == self._only_scope:
-            if starting:
-                with self._lock:
-                    self._rag_traces[trace_id] = None
-                    self._rag_traces.move_to_end(trace_id)
-                    if len(self._rag_traces) > self._max_traces:
-                        self._rag_traces.popitem(last=False)
-            return True
-        return trace_id in self._rag_traces
-
-    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        delegates = self._delegates
-        if delegates and self._wanted(span, starting=True):
-            for delegate in delegates:
-                try:
-                    delegate.on_start(span, parent_context=parent_context)
-                except Exception as exc:
-                    _runtime.internal_error("span_processor", exc)
-
-    def on_end(self, span: ReadableSpan) -> None:
-        delegates = self._delegates
-        if delegates and self._wanted(span, starting=False):
-            for delegate in delegates:
-                try:
-                    delegate.on_end(span)
-                except Exception as exc:
-                    _runtime.internal_error("span_processor", exc)
-
-    def shutdown(self) -> None:
-        delegates, self._delegates = self._delegates, ()
-        for delegate in delegates:
-            try:
-                delegate.shutdown()
-            except Exception as exc:
-                _runtime.internal_error("span_processor_shutdown", exc)
-
-    def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        ok = True
-        for delegate in self._delegates:
-            try:
-                ok = bool(delegate.force_flush(timeout_millis)) and ok
-            except Exception as exc:
-                _runtime.internal_error("span_processor_flush", exc)
-                ok = False
-        return ok
-
-
-class _State:
-    def __init__(self) -> None:
-        self.processor: RagmonSpanProcessor | None = None  # the one carrying our delegates now
-        self.provider: Any = None  # provider ragmon's spans go to now
-        self.exporter: SpanExporter | None = None
-        self.user_processor: SpanProcessor | None = None  # init(span_processor=...)
-        self.owned_provider: TracerProvider | None = None  # built by ragmon
-        self.owned_is_global = False
-        self.atexit_registered = False
-
-
-_STATE = _State()
-_PROCESSORS: weakref.WeakKeyDictionary[Any, RagmonSpanProcessor] = weakref.WeakKeyDictionary()
 
 
 # --- settings -------------------------------------------------------------------------------------
@@ -196,197 +119,6 @@ def _settings(content_rate: float | None, redact: Any, max_field_chars: int | No
         redact=redact,
     )
 
-
-def _exporter_name(exporter: str | None) -> str:
-    if exporter is not None:
-        name = str(exporter).strip().lower()
-        if name not in EXPORTERS:
-            raise ConfigError("exporter", f"must be one of {', '.join(EXPORTERS)}; got {exporter!r}")
-        return name
-    raw = os.environ.get(_runtime.ENV_EXPORTER, "").strip().lower()
-    if not raw:
-        return DEFAULT_EXPORTER
-    if raw not in EXPORTERS:
-        logger.warning("ragmon SDK: ignoring %s=%r (expected one of %s); using %s",
-                       _runtime.ENV_EXPORTER, raw, ", ".join(EXPORTERS), DEFAULT_EXPORTER)
-        return DEFAULT_EXPORTER
-    return raw
-
-
-def otlp_endpoint(endpoint: str | None) -> str | None:
-    """Explicit endpoint > OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT (resolved by the SDK: None) >
-    the local agent on 127.0.0.1 (not ``localhost``, which may resolve to IPv6 first)."""
-    if endpoint:
-        return endpoint
-    if any(os.environ.get(name) for name in _OTLP_ENDPOINT_ENVS):
-        return None
-    return DEFAULT_OTLP_ENDPOINT
-
-
-def build_exporter(name: str, endpoint: str | None, kafka_options: Mapping[str, Any]) -> SpanExporter | None:
-    if name == "none":
-        return None
-    if name == "console":
-        from opentelemetry.sdk.trace.export import ConsoleSpanExporter
-
-        return ConsoleSpanExporter()
-    if name == "kafka":
-        from .kafka_exporter import KafkaSpanExporter  # lazy: aiokafka only for Kafka users
-
-        exporter: SpanExporter = KafkaSpanExporter(**kafka_exporter_options(kafka_options))
-        return exporter
-    timeout = None if any(os.environ.get(name) for name in _OTLP_TIMEOUT_ENVS) else DEFAULT_EXPORT_TIMEOUT_S
-    return agent_span_exporter(otlp_endpoint(endpoint), timeout)
-
-
-# --- the OTLP exporter: one clear line when the agent is unreachable --------------------------------
-_OTEL_EXPORTER_LOGGER = "opentelemetry.exporter.otlp.proto.http.trace_exporter"
-_quiet = threading.local()  # .active while *ragmon's* exporter exports on this thread
-
-
-class _QuietFilter(logging.Filter):
-    """Drops the OpenTelemetry exporter's own records while ragmon's exporter runs on this thread
-    (the application's OTLP exporters log on the same logger and keep theirs); keeps the first."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if getattr(_quiet, "active", False):
-            if not getattr(_quiet, "first", ""):  # the first says why (the last only "gave up")
-                try:
-                    _quiet.first = record.getMessage()
-                except Exception:
-                    _quiet.first = str(record.msg)
-            return False
-        return True
-
-
-_QUIET_FILTER = _QuietFilter()
-
-
-def _reason(message: str, endpoint: str) -> str:
-    """A short reason from OpenTelemetry's log message (urllib3's are very long), else from a
-    quick connection probe (OpenTelemetry may only say it gave up)."""
-    lowered = message.lower()
-    if "code: 404" in lowered:
-        return ("HTTP 404: wrong path? the agent receives on /v1/traces; set OTEL_EXPORTER_OTLP_ENDPOINT to the "
-                "base URL or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT to the full .../v1/traces URL")
-    if "connection refused" in lowered or "failed to establish a new connection" in lowered:
-        return "connection refused"
-    if "code:" in lowered:
-        return message if len(message) <= 160 else message[:157] + "..."
-    try:
-        url = urllib.parse.urlsplit(endpoint)
-        port = url.port or (443 if url.scheme == "https" else 80)
-        with socket.create_connection((url.hostname or "127.0.0.1", port), timeout=0.2):
-            return "no answer in time"
-    except ConnectionRefusedError:
-        return "connection refused"
-    except OSError as exc:
-        return f"unreachable: {exc}"
-    except Exception:
-        return "export failed"
-
-
-def agent_span_exporter(endpoint: str | None, timeout: float | None) -> SpanExporter:
-    """An ``OTLPSpanExporter`` (subclass) that logs agent trouble once instead of per batch."""
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.trace.export import SpanExportResult
-
-    class AgentSpanExporter(OTLPSpanExporter):
-        """OTLP/HTTP to the ragmon agent. A failure is logged once on ``ragmon.sdk`` (and once more
-        when the agent is reachable again); spans that could not be sent are dropped, as OTel does."""
-
-        def __init__(self) -> None:
-            super().__init__(endpoint=endpoint, timeout=timeout)
-            self.failing = False
-            self.failed_batches = 0
-            otel_logger = logging.getLogger(_OTEL_EXPORTER_LOGGER)
-            if _QUIET_FILTER not in otel_logger.filters:
-                otel_logger.addFilter(_QUIET_FILTER)
-
-        def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-            _quiet.active, _quiet.first = True, ""
-            try:
-                result = super().export(spans)
-            finally:
-                _quiet.active = False
-            if result is SpanExportResult.SUCCESS:
-                if self.failing:
-                    self.failing = False
-                    logger.warning("ragmon SDK: the ragmon agent at %s is reachable again", self._endpoint)
-                return result
-            self.failed_batches += 1
-            if not self.failing:
-                self.failing = True
-                logger.warning("ragmon SDK: cannot send spans to the ragmon agent at %s (%s); %d span(s) dropped, "
-                               "later ones are dropped silently until it is reachable. Is `ragmon agent` running? "
-                               "Set OTEL_EXPORTER_OTLP_TRACES_ENDPOINT for another address.",
-                               self._endpoint, _reason(getattr(_quiet, "first", ""), self._endpoint), len(spans))
-            return result
-
-    return AgentSpanExporter()
-
-
-def kafka_exporter_options(explicit: Mapping[str, Any]) -> dict[str, Any]:
-    """Explicit ``init(**kafka_options)`` > ``RAGMON_KAFKA_*`` env > the exporter's defaults."""
-    options = dict(explicit)
-    options.setdefault("bootstrap_servers", os.environ.get(ENV_KAFKA_BOOTSTRAP) or DEFAULT_KAFKA_BOOTSTRAP)
-    topic = os.environ.get(ENV_KAFKA_TOPIC) or os.environ.get(ENV_KAFKA_TOPICS, "").split(",")[0].strip()
-    if topic:
-        options.setdefault("topic", topic)
-    for key, variable in KAFKA_ENV_OPTIONS.items():
-        value = os.environ.get(variable, "").strip()
-        if value:
-            options.setdefault(key, value.upper() if key == "security_protocol" else value)
-    return options
-
-
-# --- provider ------------------------------------------------------------------------------------
-def _resource(service_name: str | None) -> Resource:
-    attrs: dict[str, Any] = {sc.RAGMON_SDK_VERSION: __version__}
-    if service_name:
-        attrs[sc.SERVICE_NAME] = service_name  # explicit > OTEL_SERVICE_NAME > unknown_service
-    return Resource.create(attrs)
-
-
-def _resolve_provider(tracer_provider: Any, service_name: str | None, set_global: bool) -> tuple[Any, bool]:
-    """(provider, owned by ragmon?)."""
-    if tracer_provider is not None:
-        return tracer_provider, tracer_provider is _STATE.owned_provider
-    current = trace.get_tracer_provider()
-    if _STATE.owned_provider is not None and current is _STATE.owned_provider:
-        if service_name and current.resource.attributes.get(sc.SERVICE_NAME) != service_name:
-            logger.warning("ragmon SDK: the global TracerProvider ragmon installed keeps service.name=%r; "
-                           "a later init() cannot change it", current.resource.attributes.get(sc.SERVICE_NAME))
-        return current, True
-    if isinstance(current, TracerProvider):
-        if service_name and current.resource.attributes.get(sc.SERVICE_NAME) != service_name:
-            logger.info("ragmon SDK: joining the application's TracerProvider; its resource "
-                        "(service.name=%r) applies to ragmon's spans", current.resource.attributes.get(sc.SERVICE_NAME))
-        return current, False
-    provider = TracerProvider(resource=_resource(service_name))
-    is_proxy = isinstance(current, trace.ProxyTracerProvider)
-    if set_global and is_proxy:
-        trace.set_tracer_provider(provider)
-        _STATE.owned_is_global = trace.get_tracer_provider() is provider
-    else:
-        _STATE.owned_is_global = False
-        if not is_proxy:
-            logger.info("ragmon SDK: the global TracerProvider is not the OpenTelemetry SDK's (%s); "
-                        "ragmon uses a private provider", type(current).__name__)
-    _STATE.owned_provider = provider
-    return provider, True
-
-
-def _processor_for(provider: Any, owned: bool) -> RagmonSpanProcessor | None:
-    processor = _PROCESSORS.get(provider)
-    if processor is None:
-        add = getattr(provider, "add_span_processor", None)
-        if add is None:
-            return None
-        processor = RagmonSpanProcessor(None if owned else _runtime.TRACER_NAME)
-        add(processor)
-        _PROCESSORS[provider] = processor
-    return processor
 
 
 # --- public -----------------------------------------------------------------------------------------

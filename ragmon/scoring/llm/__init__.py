@@ -28,13 +28,15 @@ an error message.
 Modules (private; this package's API is ``__all__``): ``_settings`` the frozen settings,
 ``_http`` the resilient POST, ``_chat`` chat/embeddings protocol and token usage, ``_calls``
 what a mode may call, ``_compact`` / ``_parity`` the modes, ``_eval`` the offline metrics,
-``_judge`` the ``LlmJudge`` facade (cache, budget, input cutting).
+``_judge`` the ``LlmJudge`` facade (cache, budget, input cutting). ``ChatClient``, ``JudgeHttp`` and
+``Usage`` are exported for the other LLM callers in ragmon (``ragmon dataset synth``).
 """
 
 from __future__ import annotations
 
 from ._calls import SupportsEmbed
-from ._chat import FORMAT_JSON_OBJECT, FORMAT_JSON_SCHEMA, FORMAT_NONE
+from ._chat import FORMAT_JSON_OBJECT, FORMAT_JSON_SCHEMA, FORMAT_NONE, ChatClient, Usage
+from ._http import JudgeHttp
 from ._judge import LlmJudge
 from ._settings import MODES, LlmJudgeSettings
 
@@ -43,7 +45,10 @@ __all__ = [
     "FORMAT_JSON_SCHEMA",
     "FORMAT_NONE",
     "MODES",
+    "ChatClient",
+    "JudgeHttp",
     "LlmJudge",
     "LlmJudgeSettings",
     "SupportsEmbed",
+    "Usage",
 ]

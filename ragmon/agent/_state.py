@@ -1,0 +1,86 @@
+"""State shared by the agent's parts: declared once here so every mixin type-checks on its own.
+
+The values are set in ``Agent.__init__`` (``_agent.py``); the mixins only read and update them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+
+from .._log import LogOnce
+from ..config import AgentConfig
+from ..export.inspector import RecentTraces
+from ..export.latency import SlidingQuantile
+from ..export.metrics import AgentMetrics
+from ..export.releases import ReleaseTracker
+from ..export.server import MetricsServer
+from ..export.worst import WorstTraces
+from ..ingest.assembler import ClosedTrace, TraceAssembler
+from ..ingest.source import SpanSource
+from ..scoring.judge import Judge
+from ..scoring.power import JudgeCost, PowerSampler
+from ..scoring.sampler import SamplingPolicy
+from ..types import RagTrace, Scores
+
+log = logging.getLogger("ragmon.agent")
+
+ScoreListener = Callable[[RagTrace, Scores, str], None]
+_EXPIRY_TICK_S = 0.25
+_CANCEL_RETRY_S = 0.1  # stop(): cancel again after this long (a cancellation can be swallowed)
+_CANCEL_ROUNDS = 50  # ... and give up on a worker that ignores this many (its trace is accounted anyway)
+
+
+class _RecentIds:
+    """Bounded memory of accounted trace ids, to recognise redelivered traces."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._ids: OrderedDict[str, None] = OrderedDict()
+
+    def __contains__(self, trace_id: object) -> bool:
+        return trace_id in self._ids
+
+    def add(self, trace_id: str) -> None:
+        if self._size <= 0:
+            return
+        self._ids[trace_id] = None
+        self._ids.move_to_end(trace_id)
+        while len(self._ids) > self._size:
+            self._ids.popitem(last=False)
+
+
+
+class AgentState:
+    """The agent's fields, typed. No behaviour: each part of the agent is a mixin over this."""
+
+    config: AgentConfig
+    metrics: AgentMetrics
+    _judge: Judge | None
+    _source: SpanSource | None
+    _clock: Callable[[], float]
+    _assembler: TraceAssembler
+    _policy: SamplingPolicy
+    _judge_cost: JudgeCost
+    _power: PowerSampler
+    _stream: dict[str, str]  # trace id -> sample stream (rate | priority) while in flight
+    _releases: ReleaseTracker
+    _thresholds: dict[str, float]
+    _worst: WorstTraces
+    _inspector: RecentTraces | None
+    _recent: _RecentIds
+    _p95: dict[tuple[str, str, str], SlidingQuantile]
+    _listeners: list[ScoreListener]
+    _log_once: LogOnce
+    # delivery-token bookkeeping (see ingest/source.py)
+    _token_traces: dict[Hashable, set[str]]
+    _trace_tokens: dict[str, set[Hashable]]
+    _in_flight: dict[str, ClosedTrace]
+    _drop_seen: dict[str, int]
+    _backlog: asyncio.Queue[ClosedTrace] | None
+    _tasks: list[asyncio.Task[None]]
+    _server: MetricsServer | None
+    _started: bool
+    _stopping: bool

@@ -1,0 +1,248 @@
+"""The per-trace path: spans in (the ``SpanSink`` side) -> assemble -> latency for every trace
+-> sample -> judge -> record scores. Every branch ends in exactly one accounting call."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Hashable, Sequence
+from functools import partial
+from typing import TypeGuard
+
+from .. import semconv as sc
+from ..errors import JudgeBudgetExceeded, JudgeError
+from ..export.latency import SlidingQuantile
+from ..ingest.assembler import ClosedTrace
+from ..scoring.diagnosis import diagnose
+from ..scoring.sampler import judgeable_skip_reason
+from ..types import RagTrace, Scores, SpanRecord
+from ._accounting import AccountingMixin
+from ._admission import AdmissionMixin
+
+
+class TraceStepsMixin(AdmissionMixin, AccountingMixin):
+    """What happens to each span and trace, from ``submit`` to recorded scores."""
+
+    # ------------------------------------------------------------------ SpanSink
+    def submit(self, spans: Sequence[SpanRecord], token: Hashable | None = None) -> None:
+        closed: list[ClosedTrace] = []
+        touched: set[str] = set()
+        for span in spans:
+            if span.dropped_attributes_count:
+                self.metrics.span_attribute_limit.labels(
+                    self.metrics.service_label(span.service_name)).inc()
+            if sc.RAGMON_FEEDBACK in span.attributes:
+                self._count_feedback(span)
+            if sc.SERVICE_VERSION in span.resource:
+                self._releases.note_resource(span.service_name or sc.UNKNOWN_LABEL, span.resource)
+            try:
+                closed.extend(self._assembler.add(span, token))
+            except Exception:  # noqa: BLE001  # one bad span never stops the agent
+                self.metrics.dropped.labels(sc.DROP_MALFORMED_SPAN).inc()
+                self._log_once.warning("assemble", "could not assemble span %s", span.span_id, exc_info=True)
+                continue
+            touched.add(span.trace_id)
+        if token is not None:
+            # Register references before processing: a trace may be accounted synchronously.
+            closed_ids = {c.trace.trace_id for c in closed}
+            for trace_id in touched:
+                if trace_id in closed_ids or trace_id in self._in_flight or self._assembler.is_open(trace_id):
+                    self._token_traces.setdefault(token, set()).add(trace_id)
+                    self._trace_tokens.setdefault(trace_id, set()).add(token)
+        self._process_closed(closed)
+        if token is not None and not self._token_traces.get(token):
+            self._token_traces.pop(token, None)
+            self._release(token)
+        self._export_assembler_drops()
+
+    async def flush_where(self, predicate: Callable[[Hashable], bool], timeout_s: float) -> None:
+        self._process_closed(self._assembler.close_where(predicate))
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if not any(predicate(tok) for tok in self._token_traces):
+                return
+            await asyncio.sleep(0.05)
+
+    # ------------------------------------------------------------------ pipeline
+    def _process_closed(self, closed: Sequence[ClosedTrace]) -> None:
+        for item in closed:
+            try:
+                self._process_one(item)
+            except Exception:  # noqa: BLE001  # one bad trace never stops the agent (rule 2)
+                self._log_once.warning("process", "internal error processing trace %s",
+                                       item.trace.trace_id, exc_info=True)
+                self._count_failed(item.trace, sc.FAIL_INTERNAL)
+                self._account(item)
+
+    def _process_one(self, closed: ClosedTrace) -> None:
+        trace = closed.trace
+        if trace.attributes.get(sc.RAGMON_NOT_RAG):
+            self._skip_not_rag(closed)
+            return
+        service, pipeline = self.metrics.labels_sp(trace.service, trace.pipeline)
+        self.metrics.traces_received.labels(service, pipeline).inc()
+        # (evictions are counted by the assembler as dropped{open_traces_limit})
+        if not trace.complete:
+            self.metrics.traces_incomplete.labels(service, pipeline).inc()
+        if trace.trace_id in self._recent or trace.trace_id in self._in_flight:
+            self.metrics.traces_duplicate.labels(service, pipeline).inc()
+            self._count_skip(trace, sc.SKIP_DUPLICATE)
+            self._account(closed, remember=False)
+            return
+        self._observe_latency(trace, service, pipeline)
+        source = trace.attributes.get(sc.RAGMON_CONTEXTS_SOURCE)
+        if source in sc.CONTEXTS_SOURCES:
+            self.metrics.contexts_source.labels(service, pipeline, source).inc()
+
+        self._power.observe_traffic((service, pipeline))
+        self._releases.observe(service, trace.service, pipeline, trace.attributes)
+        rate = self._power.rate_for((service, pipeline)) if self._power.adaptive else None
+        decision = self._policy.decide(trace, rate)
+        if not decision.sampled:
+            self._count_skip(trace, decision.reason)
+            self._account(closed)
+            return
+        reason = judgeable_skip_reason(trace)
+        if reason is not None:
+            self._count_skip(trace, reason)
+            self._account(closed)
+            return
+        self.metrics.traces_sampled.labels(service, pipeline, decision.reason).inc()
+        assert self._backlog is not None
+        if self._stopping and not self._tasks:
+            self._count_skip(trace, sc.SKIP_SHUTDOWN)
+            self._account(closed)
+            return
+        if self.backpressure():
+            self._count_skip(trace, sc.SKIP_BACKLOG_FULL)
+            self._log_once.warning("backlog", "judge backlog full (%d); skipping traces", self.config.judge_backlog)
+            self._account(closed)
+            return
+        self._backlog.put_nowait(closed)
+        self._in_flight[trace.trace_id] = closed
+        self._stream[trace.trace_id] = decision.stream
+        self.metrics.judge_backlog.set(len(self._in_flight))
+
+    def _observe_latency(self, trace: RagTrace, service: str, pipeline: str) -> None:
+        m = self.metrics
+        if self._plausible(trace.retrieval_latency_s):
+            m.retrieval_latency.labels(service, pipeline).observe(trace.retrieval_latency_s)
+            self._window("retrieval", service, pipeline).observe(trace.retrieval_latency_s)
+        if trace.retrieval_latency_s is not None:
+            m.retrieved_documents.labels(service, pipeline).observe(len(trace.documents))
+        if self._plausible(trace.generation_latency_s):
+            m.generation_latency.labels(service, pipeline).observe(trace.generation_latency_s)
+        if self._plausible(trace.pipeline_latency_s):
+            m.pipeline_latency.labels(service, pipeline).observe(trace.pipeline_latency_s)
+            self._window("pipeline", service, pipeline).observe(trace.pipeline_latency_s)
+
+    def _plausible(self, latency_s: float | None) -> TypeGuard[float]:
+        """A latency worth observing. A span that ends in the year 2554 (end time 2^64-1) or before
+        it starts would otherwise own the P95 gauge and the histogram sum: counted, not observed."""
+        if latency_s is None:
+            return False
+        if 0.0 <= latency_s <= self.config.latency_max_s:
+            return True
+        self.metrics.dropped.labels(sc.DROP_INVALID_TIMESTAMP).inc()
+        self._log_once.warning("timestamp", "latency of %.6g s outside [0, %g] s (bogus span timestamps?); "
+                               "not observed", latency_s, self.config.latency_max_s)
+        return False
+
+    def _window(self, stage: str, service: str, pipeline: str) -> SlidingQuantile:
+        key = (stage, service, pipeline)
+        window = self._p95.get(key)
+        if window is None:
+            window = SlidingQuantile(self.config.latency_window_s, clock=self._clock)
+            self._p95[key] = window
+            gauge = self.metrics.retrieval_latency_p95 if stage == "retrieval" else self.metrics.pipeline_latency_p95
+            gauge.labels(service, pipeline).set_function(partial(window.quantile, 0.95))
+        return window
+
+    async def _judge_worker(self) -> None:
+        assert self._backlog is not None
+        while True:
+            closed = await self._backlog.get()
+            try:
+                await self._judge_one(closed)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001  # a worker must survive any bug: the trace is accounted below
+                self._log_once.warning("worker", "internal error in judge worker", exc_info=True)
+                if closed.trace.trace_id in self._in_flight:
+                    self._count_failed(closed.trace, sc.FAIL_INTERNAL)
+                    self._account(closed)
+            finally:
+                self._backlog.task_done()
+
+    async def _judge_one(self, closed: ClosedTrace) -> None:
+        assert self._judge is not None
+        trace = closed.trace
+        judge_name = self._judge.name
+        started = time.perf_counter()
+        # An outer bound in case a judge ignores its own timeouts; none for a judge that bounds
+        # itself (the LLM judge: a 429 with Retry-After may rightly wait longer than this).
+        outer_timeout = self.config.judge_timeout_s * (self.config.judge_max_retries + 2)
+        bounded = self._judge.bounds_own_duration
+        skip: str | None = None
+        failed: str | None = None
+        # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow the worker's cancellation
+        try:
+            async with asyncio.timeout(None if bounded else outer_timeout):
+                scores = await self._judge.score(trace)
+        except JudgeBudgetExceeded:
+            skip = sc.SKIP_BUDGET
+        except JudgeError as exc:
+            self._log_once.warning(f"judge:{exc.reason}", "judge failed (%s): %s", exc.reason, exc)
+            failed = exc.reason
+        except TimeoutError:
+            self._log_once.warning("judge:timeout", "judge exceeded %.0fs", outer_timeout)
+            failed = sc.FAIL_TIMEOUT
+        except Exception as exc:  # noqa: BLE001  # any judge bug becomes failed{reason="internal_error"}
+            self._log_once.warning(f"judge:{type(exc).__name__}", "judge raised %r", exc, exc_info=True)
+            failed = sc.FAIL_INTERNAL
+        if self._in_flight.get(trace.trace_id) is not closed:
+            return  # already accounted (stop() gave up waiting for this worker): never count twice
+        if skip is not None or failed is not None:
+            if skip is not None:
+                self._count_skip(trace, skip)
+            else:
+                self._count_failed(trace, failed or sc.FAIL_INTERNAL)
+            self._account(closed)
+            return
+        elapsed = time.perf_counter() - started
+        self.metrics.judge_duration.labels(judge_name).observe(elapsed)
+        self._judge_cost.observe(scores.prompt_tokens + scores.completion_tokens, elapsed)
+        self._record_scores(trace, scores, judge_name)
+        self._account(closed)
+
+    def _record_scores(self, trace: RagTrace, scores: Scores, judge_name: str) -> None:
+        service, pipeline = self.metrics.labels_sp(trace.service, trace.pipeline)
+        m = self.metrics
+        m.traces_scored.labels(service, pipeline, judge_name).inc()
+        exemplar = {"trace_id": trace.trace_id}
+        values = scores.as_dict()
+        # rate-stream scores are the unbiased sample means and alerts read; priority ones only explain
+        stream = self._stream.get(trace.trace_id, sc.SAMPLE_STREAM_RATE)
+        clamped_values = {}
+        for metric, value in values.items():
+            clamped = clamped_values[metric] = min(1.0, max(0.0, float(value)))
+            m.score.labels(service, pipeline, judge_name, metric, stream).observe(clamped, exemplar=exemplar)
+            m.score_squares.labels(service, pipeline, judge_name, metric, stream).inc(clamped * clamped)
+        if stream == sc.SAMPLE_STREAM_RATE:
+            self._power.observe_scores((service, pipeline), clamped_values)
+        verdict, reason = diagnose(scores, self._thresholds)
+        m.diagnosis.labels(service, pipeline, verdict).inc()
+        detail = scores.details.get("reason") if isinstance(scores.details, dict) else None
+        self._worst.offer(
+            trace_id=trace.trace_id, service=trace.service, pipeline=trace.pipeline, scores=values,
+            verdict=verdict, reason=reason, question=trace.question, answer=trace.answer,
+            detail=str(detail) if detail is not None else None,
+        )
+        if self._inspector is not None:
+            self._inspector.record(trace, scores=values, verdict=verdict, reason=reason, judge=judge_name,
+                                   details=scores.details)
+        for listener in self._listeners:
+            try:
+                listener(trace, scores, verdict)
+            except Exception:  # noqa: BLE001  # a user's listener must not break scoring
+                self._log_once.warning("listener", "score listener raised", exc_info=True)
