@@ -188,6 +188,8 @@ RELEVANCY_FEATURES = ["cos", "new_info", "type_match", "type_other"]
 # An answer that declines to answer does not address the question, whatever its words: it is
 # capped here (RAGAS scores "noncommittal" answers 0); ``details.abstained`` says why.
 REFUSAL_CAP = 0.1
+# the cosine floor for answers with information of their own (``answer_relevancy``)
+COS_FLOOR_LOW, COS_FLOOR_HIGH = 0.15, 0.6
 
 
 def _new_information(new: set[str], answer: TextFacts, question: TextFacts, answer_tokens: set[str]) -> float:
@@ -237,6 +239,13 @@ def answer_relevancy(features: dict[str, float], abstained: bool = False,
     """P(the answer addresses the question), on balanced classes (0.5 = as likely as not)."""
     z = _linear(coef.RELEVANCY_WEIGHTS if weights is None else weights, features)
     score = _sigmoid(z - _logit(threshold))
+    if features["new_info"] >= 1.0:
+        # An answer that says something of its own and is close in meaning to the question is on
+        # topic even when the fitted model (WikiQA single sentences) doubts it: generated answers
+        # are several sentences, and a "when"/"which" question's answer need not carry the
+        # regex-detected type. The floor is the earlier unfitted cosine map; echoes (no new
+        # information) and refusals (capped below) never get it.
+        score = max(score, _clip01((features["cos"] - COS_FLOOR_LOW) / (COS_FLOOR_HIGH - COS_FLOOR_LOW)))
     return min(score, REFUSAL_CAP) if abstained else score
 
 
