@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,8 +49,8 @@ from .. import semconv as sc
 from .._log import LogOnce
 from .._security import BearerToken
 from ..errors import ConfigError, DecodeError
-from ..types import SpanRecord
-from .http_receiver import RETRY_AFTER_S, _admits, _backpressure
+from .handover import admits, backpressure, submit_in_slices
+from .http_receiver import RETRY_AFTER_S
 from .otlp import CONTENT_TYPE_PROTOBUF, DecodedBatch, decode_export_request
 from .source import SourceMetrics, SpanSink
 
@@ -62,7 +62,6 @@ _SERVICE = trace_service_pb2.DESCRIPTOR.services_by_name["TraceService"]
 SERVICE_NAME = _SERVICE.full_name  # opentelemetry.proto.collector.trace.v1.TraceService
 EXPORT_METHOD = _SERVICE.methods_by_name["Export"].name
 _THREAD_DECODE_BYTES = 256 * 1024  # smaller messages decode faster than a thread hop
-_SUBMIT_SLICE = 2_000  # spans handed to the sink between two yields to the event loop
 _MAX_CONCURRENT_RPCS = 8  # exports in progress at once (each holds up to receiver_max_body_bytes)
 _SHUTDOWN_TIMEOUT_S = 10.0
 _RETRY_INFO_KEY = "google.rpc.retryinfo-bin"  # where OTLP exporters read the throttle delay
@@ -210,7 +209,7 @@ class OtlpGrpcReceiver:
         if sink is None or not self._accepting:
             self._count(sc.OUTCOME_THROTTLED)
             raise _Refusal(grpc.StatusCode.UNAVAILABLE, "receiver is shutting down", retry=True)
-        if _backpressure(sink):
+        if backpressure(sink):
             self._count(sc.OUTCOME_THROTTLED)
             self._log_once.warning("backpressure", "OTLP/gRPC receiver: judge backlog full, answering "
                                    "UNAVAILABLE with RetryInfo so exporters back off")
@@ -241,26 +240,20 @@ class OtlpGrpcReceiver:
                                    batch.rejected_spans, "; ".join(batch.errors[:3]))
         if batch.spans:
             async with self._submit_lock:
-                if not _admits(sink, batch.spans):
+                if not admits(sink, batch.spans):
                     self._count(sc.OUTCOME_THROTTLED)
                     self._log_once.warning("admission", "OTLP/gRPC receiver: the judge backlog cannot take this "
                                            "export's traces; answering UNAVAILABLE with RetryInfo")
                     raise _Refusal(grpc.StatusCode.UNAVAILABLE, "agent is busy; retry later", retry=True)
                 self._metrics.spans_received.labels(self.name).inc(len(batch.spans))
                 try:
-                    await self._submit(sink, batch.spans)
+                    await submit_in_slices(sink, batch.spans)
                 except Exception:  # noqa: BLE001  # the sink must not raise; if it does, the client should retry
                     self._count(sc.OUTCOME_REJECTED)
                     self._log_once.warning("submit", "OTLP/gRPC receiver: sink.submit failed", exc_info=True)
                     raise _Refusal(grpc.StatusCode.UNAVAILABLE, "agent failed to accept spans", retry=True) from None
         self._count(sc.OUTCOME_PARTIAL if batch.rejected_spans else sc.OUTCOME_OK)
         return _export_response(batch)
-
-    async def _submit(self, sink: SpanSink, spans: Sequence[SpanRecord]) -> None:
-        for start in range(0, len(spans), _SUBMIT_SLICE):
-            if start:
-                await asyncio.sleep(0)
-            sink.submit(spans[start:start + _SUBMIT_SLICE], None)
 
     def _decode(self, message: bytes) -> DecodedBatch:
         # grpc already inflated a gzip message; the bytes are an ExportTraceServiceRequest

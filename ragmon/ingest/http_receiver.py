@@ -33,7 +33,7 @@ in ``ragmon_spans_received_total`` and bad input in ``ragmon_dropped_total{reaso
 of bad input is logged once. Large bodies are decoded in a worker thread, one at a time (the
 decoded Python objects of a 16 MiB body are several times its size: decoding them all at once
 would multiply the peak memory); spans are handed to the sink on the loop in slices of
-``_SUBMIT_SLICE`` with a yield between them, so one 250,000-span export never stalls the loop
+``handover.SUBMIT_SLICE`` with a yield between them, so one 250,000-span export never stalls the loop
 (liveness probes, other exports). Exports are submitted one at a time, so admission and
 submission cannot interleave.
 """
@@ -43,8 +43,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
-from collections.abc import Hashable, Sequence
-from typing import Any
+from collections.abc import Hashable
 
 from aiohttp import hdrs, web
 from aiohttp.http_exceptions import HttpProcessingError
@@ -57,7 +56,7 @@ from .. import semconv as sc
 from .._log import LogOnce
 from .._security import BearerToken, server_ssl_context
 from ..errors import ConfigError, DecodeError
-from ..types import SpanRecord
+from .handover import admits, backpressure, submit_in_slices
 from .otlp import CONTENT_TYPE_JSON, CONTENT_TYPE_PROTOBUF, DecodedBatch, decode_export_request, media_type
 from .settings import HttpReceiverSettings
 from .source import SourceMetrics, SpanSink
@@ -69,7 +68,6 @@ log = logging.getLogger(__name__)
 TRACES_PATH = "/v1/traces"
 RETRY_AFTER_S = 1  # seconds; exporters add their own exponential backoff on top
 _THREAD_DECODE_BYTES = 256 * 1024  # smaller bodies decode faster than a thread hop
-_SUBMIT_SLICE = 2_000  # spans handed to the sink between two yields to the event loop
 _READ_CHUNK = 64 * 1024
 _SHUTDOWN_TIMEOUT_S = 10.0
 # Bodies being read or decoded at once may hold at most this many times the per-request limit;
@@ -240,7 +238,7 @@ class OtlpHttpReceiver:
             self._count(sc.OUTCOME_THROTTLED)
             return _status_response(503, _RPC_UNAVAILABLE, "receiver is shutting down", response_type,
                                     headers={hdrs.RETRY_AFTER: str(RETRY_AFTER_S)})
-        if _backpressure(sink):
+        if backpressure(sink):
             self._count(sc.OUTCOME_THROTTLED)
             self._log_once.warning("backpressure", "OTLP receiver: judge backlog full, answering 503 "
                                    "Retry-After so exporters back off")
@@ -279,7 +277,7 @@ class OtlpHttpReceiver:
                                    batch.rejected_spans, "; ".join(batch.errors[:3]))
         if batch.spans:
             async with self._submit_lock:
-                if not _admits(sink, batch.spans):
+                if not admits(sink, batch.spans):
                     # Nothing of this export was accepted: the client retries it later, instead of
                     # an answer 200 followed by skips{backlog_full} that no exporter ever retries.
                     self._count(sc.OUTCOME_THROTTLED)
@@ -289,7 +287,7 @@ class OtlpHttpReceiver:
                                             headers={hdrs.RETRY_AFTER: str(RETRY_AFTER_S)})
                 self._metrics.spans_received.labels(self.name).inc(len(batch.spans))
                 try:
-                    await self._submit(sink, batch.spans)
+                    await submit_in_slices(sink, batch.spans)
                 except Exception:  # noqa: BLE001  # the sink must not raise; if it does, the client should retry
                     self._count(sc.OUTCOME_REJECTED)
                     self._log_once.warning("submit", "OTLP receiver: sink.submit failed", exc_info=True)
@@ -297,14 +295,6 @@ class OtlpHttpReceiver:
                                             headers={hdrs.RETRY_AFTER: str(RETRY_AFTER_S)})
         self._count(sc.OUTCOME_PARTIAL if batch.rejected_spans else sc.OUTCOME_OK)
         return _export_response(batch, response_type)
-
-    async def _submit(self, sink: SpanSink, spans: Sequence[SpanRecord]) -> None:
-        """Hand spans over in slices, yielding to the loop between them: a huge export must not
-        keep health probes and other requests waiting for seconds."""
-        for start in range(0, len(spans), _SUBMIT_SLICE):
-            if start:
-                await asyncio.sleep(0)
-            sink.submit(spans[start:start + _SUBMIT_SLICE], None)
 
     def _read_timed_out(self, response_type: str) -> web.Response:
         self._count(sc.OUTCOME_REJECTED)
@@ -413,18 +403,6 @@ def _bound_port(runner: web.AppRunner, requested: int) -> int:
     return requested
 
 
-def _admits(sink: SpanSink, spans: Sequence[SpanRecord]) -> bool:
-    """The agent's admission check (``Agent.admit``); a sink without one admits everything."""
-    admit: Any = getattr(sink, "admit", None)
-    if admit is None:
-        return True
-    try:
-        return bool(admit(spans))
-    except Exception:  # a broken admission probe must not take the receiver down
-        log.debug("sink.admit() failed", exc_info=True)
-        return True
-
-
 class _ProtocolErrorLog:
     """The ``logger`` aiohttp's request handler reports protocol errors to. A request its parser
     refuses (bad Content-Length, smuggling-shaped framing, a TLS or non-HTTP client) gets a 400
@@ -449,14 +427,6 @@ class _ProtocolErrorLog:
                                              *args, exc_info=True)
             return
         log.log(level, msg, *args)
-
-
-def _backpressure(sink: SpanSink) -> bool:
-    try:
-        return bool(sink.backpressure())
-    except Exception:  # a broken back-pressure probe must not take the receiver down
-        log.debug("sink.backpressure() failed", exc_info=True)
-        return False
 
 
 def _response_type(content_type: str | None) -> str:

@@ -71,6 +71,10 @@ class SpanSink(Protocol):
     def backpressure(self) -> bool:
         """True while the judge backlog is full: pause consuming."""
 
+    def admit(self, spans: Sequence[SpanRecord]) -> bool:
+        """Whether the agent can take this export's traces now; a receiver answers "retry later"
+        (503 / UNAVAILABLE) before accepting anything when it cannot."""
+
     async def flush_where(self, predicate: Callable[[Hashable], bool], timeout_s: float) -> None:
         """Close open traces holding a token that matches ``predicate`` and wait (bounded)
         until they are accounted for, e.g. before partitions are revoked."""

@@ -50,6 +50,9 @@ class MemorySink:
     def backpressure(self) -> bool:
         return self.busy
 
+    def admit(self, spans: Sequence[SpanRecord]) -> bool:
+        return True
+
     async def flush_where(self, predicate: Callable[[Hashable], bool], timeout_s: float) -> None:
         return None
 

@@ -40,6 +40,9 @@ class AssemblingSink:
     def backpressure(self) -> bool:
         return False
 
+    def admit(self, spans: Sequence[SpanRecord]) -> bool:
+        return True
+
     async def flush_where(self, predicate: Callable[[Hashable], bool], timeout_s: float) -> None:
         self.closed.extend(self.assembler.close_where(predicate))
 

@@ -159,6 +159,9 @@ class CollectingSink:
     def backpressure(self) -> bool:
         return self.pressure
 
+    def admit(self, spans: Sequence[SpanRecord]) -> bool:
+        return True
+
     async def flush_where(self, predicate: Callable[[Hashable], bool], timeout_s: float) -> None:
         self.flushes += 1
         self.release_where(predicate)

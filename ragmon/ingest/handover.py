@@ -1,0 +1,47 @@
+"""How a receiver hands decoded spans to the agent: shared by the OTLP/HTTP and gRPC receivers.
+
+Both ask before they accept (``admits``, ``backpressure``: the OTLP spec's 503/UNAVAILABLE with
+a retry hint must come *before* the exporter is told "accepted") and then hand the spans over in
+slices, yielding to the event loop between them, so one huge export never keeps health probes
+and other requests waiting. A broken probe never takes a receiver down: it admits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import Final
+
+from ..types import SpanRecord
+from .source import SpanSink
+
+log = logging.getLogger(__name__)
+
+SUBMIT_SLICE: Final = 2_000  # spans handed to the sink between two yields to the event loop
+
+
+def admits(sink: SpanSink, spans: Sequence[SpanRecord]) -> bool:
+    """The sink's admission check for this export (``SpanSink.admit``)."""
+    try:
+        return bool(sink.admit(spans))
+    except Exception:  # a broken admission probe must not take the receiver down
+        log.debug("sink.admit() failed", exc_info=True)
+        return True
+
+
+def backpressure(sink: SpanSink) -> bool:
+    """Whether the sink wants the source to pause (``SpanSink.backpressure``)."""
+    try:
+        return bool(sink.backpressure())
+    except Exception:  # a broken back-pressure probe must not take the receiver down
+        log.debug("sink.backpressure() failed", exc_info=True)
+        return False
+
+
+async def submit_in_slices(sink: SpanSink, spans: Sequence[SpanRecord]) -> None:
+    """Hand ``spans`` over in slices of ``SUBMIT_SLICE``, yielding to the loop between them."""
+    for start in range(0, len(spans), SUBMIT_SLICE):
+        if start:
+            await asyncio.sleep(0)
+        sink.submit(spans[start:start + SUBMIT_SLICE], None)
