@@ -11,7 +11,8 @@ The rule, in order:
    URL), so the id becomes ``<source>#<hash8>`` of the chunk's text (:func:`source_chunk_id`);
 3. a content hash of its text (:func:`content_id`).
 
-The key list is configurable in the agent (``--doc-id-keys``); the SDK uses the default.
+The key list is configurable: ``RAGMON_DOC_ID_KEYS`` sets it for the agent (``--doc-id-keys``) and
+the SDK (``ragmon.init(doc_id_keys=...)``) alike, so both sides keep agreeing.
 
 Standard library only: the SDK imports this inside the user's process.
 """

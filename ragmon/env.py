@@ -25,6 +25,10 @@ SDK_MAX_FIELD_CHARS: Final = "RAGMON_SDK_MAX_FIELD_CHARS"
 """Cap on one text attribute, in characters; longer text is cut and marked. Default 16384."""
 SDK_MAX_DOCUMENTS: Final = "RAGMON_SDK_MAX_DOCUMENTS"
 """Most documents recorded on one retriever span. Default 128."""
+DOC_ID_KEYS: Final = "RAGMON_DOC_ID_KEYS"
+"""Metadata keys that name a document without an id (comma separated, in order; ``key#`` names a
+source shared by chunks). The agent's setting of the same name: one variable configures both, so
+the SDK and the agent give a document the same id (:mod:`ragmon.doc_ids`)."""
 
 # --- the SDK's Kafka exporter: the same variables the agent's Kafka source reads ----------------
 KAFKA_BOOTSTRAP_SERVERS: Final = "RAGMON_KAFKA_BOOTSTRAP_SERVERS"

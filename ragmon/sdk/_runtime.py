@@ -23,6 +23,7 @@ from opentelemetry import trace
 from .. import env
 from .._log import LogOnce
 from .._version import __version__
+from ..doc_ids import METADATA_ID_KEYS
 
 logger = logging.getLogger("ragmon.sdk")
 _log_once = LogOnce(logger)
@@ -36,6 +37,7 @@ ENV_EXPORTER = env.SDK_EXPORTER
 ENV_CONTENT_RATE = env.SDK_CONTENT_RATE
 ENV_MAX_FIELD_CHARS = env.SDK_MAX_FIELD_CHARS
 ENV_MAX_DOCUMENTS = env.SDK_MAX_DOCUMENTS
+ENV_DOC_ID_KEYS = env.DOC_ID_KEYS
 
 DEFAULT_MAX_FIELD_CHARS = 16_384
 DEFAULT_MAX_DOCUMENTS = 128
@@ -53,6 +55,7 @@ class SdkSettings:
     max_field_chars: int = DEFAULT_MAX_FIELD_CHARS
     max_documents: int = DEFAULT_MAX_DOCUMENTS
     redact: RedactHook | None = None
+    doc_id_keys: tuple[str, ...] = METADATA_ID_KEYS
 
     @property
     def attribute_limit(self) -> int:
@@ -114,6 +117,17 @@ def _env_int(name: str, default: int, lo: int) -> int:
         return default
 
 
+def _env_keys(name: str, default: tuple[str, ...]) -> tuple[str, ...]:
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    keys = tuple(part.strip() for part in raw.split(",") if part.strip())
+    if not keys:
+        _log_once.warning(f"env:{name}", "ragmon SDK: ignoring %s=%r (no key named); using %s", name, raw, default)
+        return default
+    return keys
+
+
 def env_bool(name: str, default: bool) -> bool:
     raw = os.environ.get(name)
     if raw is None or not raw.strip():
@@ -131,6 +145,7 @@ def settings_from_env() -> SdkSettings:
         content_rate=_env_float(ENV_CONTENT_RATE, 1.0, 0.0, 1.0),
         max_field_chars=_env_int(ENV_MAX_FIELD_CHARS, DEFAULT_MAX_FIELD_CHARS, MIN_FIELD_CHARS),
         max_documents=_env_int(ENV_MAX_DOCUMENTS, DEFAULT_MAX_DOCUMENTS, 1),
+        doc_id_keys=_env_keys(ENV_DOC_ID_KEYS, METADATA_ID_KEYS),
     )
 
 

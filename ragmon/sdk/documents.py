@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..doc_ids import content_id, metadata_id
+from ..doc_ids import METADATA_ID_KEYS, content_id, metadata_id
 
 ID_KEYS = ("id", "doc_id", "document_id", "chunk_id", "_id", "node_id")
 CONTENT_KEYS = ("content", "text", "page_content", "document", "chunk", "body")
@@ -54,27 +54,31 @@ content_hash = content_id
 """Stable id for a document without one (:func:`ragmon.doc_ids.content_id`)."""
 
 
-def to_record(item: Any) -> DocRecord:
-    """Read one retriever result item. Raises :class:`UnsupportedDocument` (or whatever a
-    misbehaving property raises); callers skip such items and count them."""
+def to_record(item: Any, keys: Sequence[str] = METADATA_ID_KEYS) -> DocRecord:
+    """Read one retriever result item; ``keys``: the metadata keys that name a document
+    (:data:`ragmon.doc_ids.METADATA_ID_KEYS`, or the user's ``RAGMON_DOC_ID_KEYS``). Raises
+    :class:`UnsupportedDocument` (or whatever a misbehaving property raises); callers skip such
+    items and count them."""
     if isinstance(item, str):
         return DocRecord(content_id(item), item, None, None)
     if type(item) is dict:  # the most common shape: skip the isinstance chain
-        return _from_mapping(item)
+        return _from_mapping(item, keys)
     if isinstance(item, bytes | bytearray):
         text = bytes(item).decode("utf-8", "replace")
         return DocRecord(content_id(text), text, None, None)
     if isinstance(item, tuple) and len(item) == 2 and _is_number(item[1]):
-        inner = to_record(item[0])
+        inner = to_record(item[0], keys)
         return DocRecord(inner.id, inner.content, _score(item[1]), inner.metadata)
     if isinstance(item, Mapping):
-        return _from_mapping(item)
+        return _from_mapping(item, keys)
     if item is None:
         raise UnsupportedDocument("None is not a document")
-    return _from_object(item)
+    return _from_object(item, keys)
 
 
-def to_records(items: Iterable[Any], limit: int) -> tuple[list[DocRecord], int, int]:
+def to_records(
+    items: Iterable[Any], limit: int, keys: Sequence[str] = METADATA_ID_KEYS
+) -> tuple[list[DocRecord], int, int]:
     """Read up to ``limit`` items: (records, items seen, items that could not be read)."""
     records: list[DocRecord] = []
     seen = failed = 0
@@ -83,7 +87,7 @@ def to_records(items: Iterable[Any], limit: int) -> tuple[list[DocRecord], int, 
         if len(records) >= limit:
             continue  # keep counting: the true count is reported
         try:
-            records.append(to_record(item))
+            records.append(to_record(item, keys))
         except Exception:
             failed += 1
     return records, seen, failed
@@ -100,7 +104,7 @@ def metadata_json(metadata: Mapping[str, Any] | None) -> str | None:
 
 
 # --- shapes ------------------------------------------------------------------------------------
-def _from_mapping(item: Mapping[str, Any]) -> DocRecord:
+def _from_mapping(item: Mapping[str, Any], keys: Sequence[str]) -> DocRecord:
     doc_id = _first(item, ID_KEYS)
     content = _text(_first(item, CONTENT_KEYS))
     score = _score(_first(item, SCORE_KEYS))
@@ -117,14 +121,14 @@ def _from_mapping(item: Mapping[str, Any]) -> DocRecord:
         score = _score(_first(metadata, SCORE_KEYS))
     if doc_id is None and content is None:
         raise UnsupportedDocument("mapping has neither an id nor a text key")
-    return DocRecord(_resolve_id(doc_id, content, metadata), content, score, metadata)
+    return DocRecord(_resolve_id(doc_id, content, metadata, keys), content, score, metadata)
 
 
-def _from_object(item: Any) -> DocRecord:
+def _from_object(item: Any, keys: Sequence[str]) -> DocRecord:
     node = getattr(item, "node", None)
     if node is not None and not isinstance(node, str | bytes | Mapping):
         # LlamaIndex NodeWithScore: the score sits beside the node.
-        inner = _from_object(node)
+        inner = _from_object(node, keys)
         score = _score(getattr(item, "score", None))
         return DocRecord(inner.id, inner.content, score if score is not None else inner.score, inner.metadata)
 
@@ -158,13 +162,13 @@ def _from_object(item: Any) -> DocRecord:
         score = _score(_first(metadata, SCORE_KEYS))
     if doc_id is None and content is None:
         raise UnsupportedDocument(f"cannot read a document from {type(item).__qualname__}")
-    return DocRecord(_resolve_id(doc_id, content, metadata), content, score, metadata)
+    return DocRecord(_resolve_id(doc_id, content, metadata, keys), content, score, metadata)
 
 
-def _resolve_id(doc_id: Any, content: str | None, metadata: Mapping[str, Any] | None) -> str:
+def _resolve_id(doc_id: Any, content: str | None, metadata: Mapping[str, Any] | None, keys: Sequence[str]) -> str:
     if doc_id is not None and doc_id != "":
         return str(doc_id)
-    return metadata_id(metadata, content) or content_id(content or "")
+    return metadata_id(metadata, content, keys) or content_id(content or "")
 
 
 def _first(mapping: Mapping[str, Any], keys: tuple[str, ...]) -> Any:

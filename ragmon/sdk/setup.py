@@ -99,7 +99,8 @@ EXIT_FLUSH_MILLIS = 2_000  # at interpreter exit, wait at most this long in all 
 
 # --- settings -------------------------------------------------------------------------------------
 def _settings(content_rate: float | None, redact: Any, max_field_chars: int | None,
-              max_documents: int | None, enabled: bool | None) -> _runtime.SdkSettings:
+              max_documents: int | None, enabled: bool | None,
+              doc_id_keys: Sequence[str] | None = None) -> _runtime.SdkSettings:
     if content_rate is not None and not (isinstance(content_rate, int | float) and 0.0 <= content_rate <= 1.0):
         raise ConfigError("content_rate", f"must be a number in [0, 1], got {content_rate!r}")
     if max_field_chars is not None and (not isinstance(max_field_chars, int)
@@ -109,6 +110,9 @@ def _settings(content_rate: float | None, redact: Any, max_field_chars: int | No
         raise ConfigError("max_documents", f"must be an int >= 1, got {max_documents!r}")
     if redact is not None and not callable(redact):
         raise ConfigError("redact", f"must be callable(field_name, text) -> str | None, got {redact!r}")
+    if doc_id_keys is not None and (isinstance(doc_id_keys, str) or not doc_id_keys
+                                    or not all(isinstance(k, str) and k.strip() for k in doc_id_keys)):
+        raise ConfigError("doc_id_keys", f"must be a non-empty sequence of metadata key names, got {doc_id_keys!r}")
     base = _runtime.settings_from_env()
     return _runtime.with_overrides(
         base,
@@ -117,6 +121,7 @@ def _settings(content_rate: float | None, redact: Any, max_field_chars: int | No
         max_field_chars=max_field_chars,
         max_documents=max_documents,
         redact=redact,
+        doc_id_keys=tuple(k.strip() for k in doc_id_keys) if doc_id_keys is not None else None,
     )
 
 
@@ -131,6 +136,7 @@ def init(
     redact: _runtime.RedactHook | None = None,
     max_field_chars: int | None = None,
     max_documents: int | None = None,
+    doc_id_keys: Sequence[str] | None = None,
     span_processor: SpanProcessor | None = None,
     tracer_provider: Any = None,
     set_global: bool = True,
@@ -150,6 +156,8 @@ def init(
             attached; ``None`` drops the text; a hook that raises drops it too (fail closed).
         max_field_chars: cap per text field (env ``RAGMON_SDK_MAX_FIELD_CHARS``), cut text is marked.
         max_documents: most documents recorded per retriever span (env ``RAGMON_SDK_MAX_DOCUMENTS``).
+        doc_id_keys: metadata keys that name a document that has no id, in order (``"source#"``: a
+            source shared by chunks); env ``RAGMON_DOC_ID_KEYS``, the agent's setting of the same name.
         span_processor: an extra processor for ragmon's spans (e.g. a ``SimpleSpanProcessor`` over
             an in-memory exporter in tests); added next to the exporter's, use ``exporter="none"`` alone.
             ``shutdown()`` shuts it down; a later ``init()`` only flushes and detaches it.
@@ -162,7 +170,7 @@ def init(
     value is logged and its default used; an exporter that cannot be built is logged and
     ragmon runs without it. Nothing here blocks.
     """
-    settings = _settings(content_rate, redact, max_field_chars, max_documents, enabled)
+    settings = _settings(content_rate, redact, max_field_chars, max_documents, enabled, doc_id_keys)
     name = _exporter_name(exporter)
     if kafka_options and name != "kafka":
         raise TypeError(f"init() got unexpected keyword arguments {sorted(kafka_options)} "

@@ -115,7 +115,7 @@ class RagSpan:
     not recording, or when the SDK is disabled) and never raises."""
 
     __slots__ = (
-        "_attrs", "_cap", "_chunk_chars", "_chunks", "_ended", "_explicit_answer", "_explicit_docs",
+        "_attrs", "_cap", "_chunk_chars", "_chunks", "_doc_id_keys", "_ended", "_explicit_answer", "_explicit_docs",
         "_max_docs", "_name", "_pipeline", "_recording", "_redact", "_redacted", "_sampled", "_span",
         "_stage", "_stream_seen", "_tokens", "_truncated",
     )
@@ -138,6 +138,7 @@ class RagSpan:
         self._redact = settings.redact
         self._cap = cap
         self._max_docs = settings.max_documents
+        self._doc_id_keys = settings.doc_id_keys
         self._recording = span.is_recording()
         self._pipeline = pipe
         trace_id = span.get_span_context().trace_id
@@ -331,7 +332,7 @@ class RagSpan:
             attrs = self._attrs
             for key in [k for k in attrs if k.startswith(sc.RETRIEVAL_DOCUMENTS_PREFIX)]:
                 del attrs[key]  # set_documents called again: the new list replaces the old one
-            records, seen, failed = to_records(documents, self._max_docs)
+            records, seen, failed = to_records(documents, self._max_docs, self._doc_id_keys)
             if seen_override is not None:
                 seen = seen_override
             attrs[sc.RAGMON_DOCUMENT_COUNT] = seen

@@ -17,6 +17,7 @@ import pytest
 
 import ragmon
 import ragmon.config
+import ragmon.errors
 from ragmon import doc_ids
 from ragmon import semconv as sc
 from ragmon.ingest import extract
@@ -190,3 +191,58 @@ def test_extractor_keys_are_configurable() -> None:
     assert [d.id for d in none.documents] == [doc_ids.content_id(t) for _, t, _ in META_DOCS]
     config = ragmon.config.load_agent_config({"doc_id_keys": "uuid,url#"}, environ={})
     assert config.doc_id_keys == ("uuid", "url#")
+
+
+@pytest.mark.parametrize("how", ["argument", "environment"])
+def test_sdk_keys_are_configurable_like_the_agents(
+    collector: tuple[str, list[Any]], monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """``RAGMON_DOC_ID_KEYS`` (or ``init(doc_id_keys=...)``) changes the SDK's rule exactly as the
+    agent's setting of the same name changes the extractor's: both sides give a document one id."""
+    endpoint, received = collector
+    docs = [({"uuid": "u-7", "id": "kb-1"}, "Passwords are reset from the account page."),
+            ({"url": "https://kb/x", "id": "kb-2"}, "Reset links expire after 24 hours."),
+            ({"id": "kb-3"}, "Billing questions go to finance.")]
+
+    @ragmon.retriever(name="kb-search")
+    def search(query: str) -> list[dict[str, Any]]:
+        return [{"content": text, "metadata": dict(meta)} for meta, text in docs]
+
+    keys = "uuid,url#"
+    if how == "environment":
+        monkeypatch.setenv("RAGMON_DOC_ID_KEYS", keys)
+        ragmon.init(service_name="ids", endpoint=endpoint, set_global=False)
+    else:
+        monkeypatch.setenv("RAGMON_DOC_ID_KEYS", "id")  # the explicit argument wins over the environment
+        ragmon.init(service_name="ids", endpoint=endpoint, set_global=False, doc_id_keys=keys.split(","))
+    search("how?")
+    assert ragmon.shutdown() is True
+    spans = []
+    for _, headers, body in received:
+        spans.extend(decode_export_request(body, content_type=headers["content-type"]).spans)
+    sdk = [d.id for d in build_rag_trace(spans, complete=True).documents]
+    assert sdk == ["u-7", doc_ids.source_chunk_id("https://kb/x", docs[1][1]), doc_ids.content_id(docs[2][1])]
+
+    config = ragmon.config.load_agent_config({}, environ={"RAGMON_DOC_ID_KEYS": keys})
+    factory = SpanFactory("ids")
+    attrs: dict[str, Any] = {sc.SPAN_KIND: sc.KIND_RETRIEVER}
+    for i, (meta, text) in enumerate(docs):
+        attrs[f"{sc.RETRIEVAL_DOCUMENTS_PREFIX}.{i}.{sc.DOCUMENT_CONTENT}"] = text
+        attrs[f"{sc.RETRIEVAL_DOCUMENTS_PREFIX}.{i}.{sc.DOCUMENT_METADATA}"] = json.dumps(meta)
+    factory.tracer.start_span("retrieve", attributes=attrs).end()
+    agent = build_rag_trace(factory.records(), complete=True,
+                            settings=ExtractSettings(doc_id_keys=config.doc_id_keys))
+    assert [d.id for d in agent.documents] == sdk
+
+
+@pytest.mark.parametrize("bad", ["id", [], ["id", ""], [3]])
+def test_sdk_rejects_bad_doc_id_keys(bad: Any) -> None:
+    with pytest.raises(ragmon.errors.ConfigError, match="doc_id_keys"):
+        ragmon.init(service_name="ids", exporter="none", set_global=False, doc_id_keys=bad)
+
+
+def test_sdk_ignores_an_empty_doc_id_keys_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ragmon.sdk import _runtime
+
+    monkeypatch.setenv("RAGMON_DOC_ID_KEYS", " , ")
+    assert _runtime.settings_from_env().doc_id_keys == doc_ids.METADATA_ID_KEYS
