@@ -3,6 +3,7 @@
 #   docker run -p 9464:9464 ragmon --source kafka ...   (flags/env: see `ragmon agent --help`)
 # The OTLP receiver stays on loopback unless you open it with TLS or a bearer token
 # (docs/security.md):  -e RAGMON_RECEIVER_HOST=0.0.0.0 -e RAGMON_RECEIVER_BEARER_TOKEN=... -p 4318:4318
+# OTLP/gRPC is off unless given a port: add -e RAGMON_RECEIVER_GRPC_PORT=4317 -p 4317:4317 (same host, TLS, token).
 # Multi-stage: dependencies are installed into a virtualenv in the build stage; the runtime
 # stage copies only that virtualenv (no pip cache, no sources, no compilers) and runs as a
 # non-root user. The local judge's model (all-MiniLM-L6-v2 int8 ONNX) comes with the
@@ -42,8 +43,11 @@ ENV PATH=/opt/ragmon/bin:$PATH \
     RAGMON_METRICS_HOST=0.0.0.0
 USER 10001:10001
 WORKDIR /tmp
-EXPOSE 4318 9464
-# /healthz on the metrics port (follows RAGMON_METRICS_PORT); python is the only HTTP client here.
+# 4318 OTLP/HTTP, 4317 OTLP/gRPC (only with RAGMON_RECEIVER_GRPC_PORT=4317), 9464 metrics
+EXPOSE 4317 4318 9464
+# /healthz on the metrics port (follows RAGMON_METRICS_PORT, and RAGMON_METRICS_TLS_CERT_FILE: HTTPS then,
+# without verifying the certificate, which names the service rather than 127.0.0.1); python is the only
+# HTTP client here. Settings passed as command-line flags instead of RAGMON_* variables are not seen.
 HEALTHCHECK --interval=15s --timeout=3s --start-period=30s --retries=3 \
-    CMD ["python", "-c", "import os, sys, urllib.request; port = os.environ.get('RAGMON_METRICS_PORT', '9464'); sys.exit(0 if urllib.request.urlopen(f'http://127.0.0.1:{port}/healthz', timeout=2).status == 200 else 1)"]
+    CMD ["python", "-c", "import os, ssl, sys, urllib.request; port = os.environ.get('RAGMON_METRICS_PORT') or '9464'; tls = bool(os.environ.get('RAGMON_METRICS_TLS_CERT_FILE')); ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE; url = ('https' if tls else 'http') + '://127.0.0.1:' + port + '/healthz'; sys.exit(0 if urllib.request.urlopen(url, timeout=2, context=ctx if tls else None).status == 200 else 1)"]
 ENTRYPOINT ["ragmon", "agent"]

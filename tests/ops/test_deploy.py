@@ -6,6 +6,7 @@ accepts everything cannot make these tests pass."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -213,3 +214,65 @@ def test_operator_resources_match_the_rules() -> None:
     rule = docs(DEPLOY / "kubernetes" / "prometheusrule.yaml")[0]
     assert rule["kind"] == "PrometheusRule"
     assert rule["spec"] == yaml.safe_load(RULES.read_text(encoding="utf-8"))
+
+
+def _env(container: dict, config_maps: dict[str, dict[str, str]]) -> dict[str, object]:
+    """A container's environment: envFrom ConfigMaps, then env entries (values or secretKeyRefs)."""
+    env: dict[str, object] = {}
+    for source in container.get("envFrom", []):
+        env.update(config_maps[source["configMapRef"]["name"]])
+    for entry in container.get("env", []):
+        env[entry["name"]] = entry.get("value", entry.get("valueFrom"))
+    return env
+
+
+def test_agents_lock_worst_with_the_token_secret_and_keep_receivers_on_loopback() -> None:
+    """Every agent Deployment serves metrics beyond loopback, so /worst needs the token from the
+    ragmon-tokens Secret (else 403); its OTLP receivers stay on loopback; the sidecar, which receives
+    OTLP from its app, also opens OTLP/gRPC (off by default in the agent) on 4317."""
+    all_docs = [d for p in CORE_MANIFESTS for d in docs(p)]
+    config_maps = {d["metadata"]["name"]: d["data"] for d in all_docs if d["kind"] == "ConfigMap"}
+    deployments = [d for d in all_docs if d["kind"] == "Deployment"]
+    checked = 0
+    for deployment in deployments:
+        for c in deployment["spec"]["template"]["spec"]["containers"]:
+            if "ragmon" not in c["image"]:
+                continue
+            env = _env(c, config_maps)
+            assert env["RAGMON_METRICS_HOST"] == "0.0.0.0"
+            token = env["RAGMON_METRICS_BEARER_TOKEN"]
+            assert isinstance(token, dict), "the token comes from a Secret, never a literal"
+            assert token["secretKeyRef"]["name"] == "ragmon-tokens" and token["secretKeyRef"]["key"] == "metrics-token"
+            assert env["RAGMON_RECEIVER_HOST"] == "127.0.0.1"
+            checked += 1
+    assert checked == 2
+    sidecar = next(d for d in deployments if d["metadata"]["name"] == "rag-app")
+    agent = next(c for c in sidecar["spec"]["template"]["spec"]["containers"] if c["name"] == "ragmon")
+    assert "--receiver-grpc-port=4317" in agent["args"]
+    dockerfile = (REPO / "Dockerfile").read_text(encoding="utf-8")
+    assert re.search(r"^EXPOSE .*\b4317\b", final_stage(dockerfile), re.M)
+
+
+def test_agent_manifests_load_as_agent_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each agent container's args and environment, read by the agent's own command line: the
+    flags exist, the values parse, and the sidecar's gRPC receiver shares the loopback host."""
+    from ragmon.cli import build_parser, config_from_args
+
+    all_docs = [d for p in CORE_MANIFESTS for d in docs(p)]
+    config_maps = {d["metadata"]["name"]: d["data"] for d in all_docs if d["kind"] == "ConfigMap"}
+    loaded = {}
+    for deployment in (d for d in all_docs if d["kind"] == "Deployment"):
+        for c in deployment["spec"]["template"]["spec"]["containers"]:
+            if "ragmon" not in c["image"] or c.get("command"):
+                continue
+            with monkeypatch.context() as m:
+                for key in [k for k in os.environ if k.startswith("RAGMON_")]:
+                    m.delenv(key)
+                for key, value in _env(c, config_maps).items():
+                    m.setenv(key, value if isinstance(value, str) else "token-from-the-secret")
+                args = build_parser().parse_args(["agent", *c.get("args", [])])
+                loaded[deployment["metadata"]["name"]] = config_from_args(args)
+    sidecar, kafka = loaded["rag-app"], loaded["ragmon-agent"]
+    assert sidecar.source == "http" and sidecar.receiver_grpc_port == 4317 and sidecar.receiver_host == "127.0.0.1"
+    assert kafka.source == "kafka" and kafka.receiver_grpc_port is None
+    assert sidecar.metrics_bearer_token and kafka.metrics_bearer_token
