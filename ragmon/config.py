@@ -174,6 +174,7 @@ class AgentConfig:
     root_grace_s: float = 0.0
     max_buffered_bytes: int = 128 * 1024 * 1024
     max_text_chars: int = 200_000
+    fast_path: bool = True  # read traces outside the judging sample for latency only (ingest/otlp_light.py)
     latency_window_s: float = 300.0
     latency_max_s: float = 3600.0
     # sampling
@@ -345,6 +346,7 @@ AGENT_SETTINGS: tuple[Setting, ...] = (
     _s("max_buffered_bytes", "RAGMON_ASSEMBLER_MAX_BUFFERED_BYTES", parse_positive_int, "Bound on span data held by open traces (document text is heavy); the least recently active traces are closed early and counted when over it."),
     _s("root_grace_s", "RAGMON_ASSEMBLER_ROOT_GRACE_S", parse_nonnegative_float, "Keep a trace open this long after its root span for late children (cross-process traces, Kafka without trace-id keys)."),
     _s("max_text_chars", "RAGMON_ASSEMBLER_MAX_TEXT_CHARS", parse_positive_int, "Text kept per trace for the judge: question, answer and documents (in rank order) are cut to this many characters in all; bounds the judge's memory per trace."),
+    _s("fast_path", "RAGMON_ASSEMBLER_FAST_PATH", parse_bool, "Read protobuf spans of traces outside every judging rate for latency only (ids, timings, status, the few attributes that name the pipeline and stages, document ids and scores), with the same metrics and accounting; off = decode every span in full."),
     _s("latency_window_s", "RAGMON_LATENCY_WINDOW_S", parse_positive_float, "Sliding window for the exact P95 latency gauges."),
     _s("latency_max_s", "RAGMON_LATENCY_MAX_S", parse_positive_float, "Latencies above this (or negative: clock skew, bogus timestamps) are not observed but counted as dropped{reason=invalid_timestamp}."),
     _s("sample_rate", "RAGMON_SAMPLER_RATE", parse_rate, "Share of traces sent to the judge (deterministic on trace id)."),

@@ -7,16 +7,16 @@ from __future__ import annotations
 from collections.abc import Hashable
 
 from .. import semconv as sc
-from ..ingest.assembler import ClosedTrace
+from ..ingest.assembler import AnySpan, ClosedTrace
 from ..scoring.sampler import is_negative_feedback
-from ..types import RagTrace, SpanRecord
+from ..types import RagTrace
 from ._state import AgentState
 
 
 class AccountingMixin(AgentState):
     """Counters for how traces end, and the delivery-token release that follows."""
 
-    def _count_feedback(self, span: SpanRecord) -> None:
+    def _count_feedback(self, span: AnySpan) -> None:
         # Counted per span, not per trace: feedback often comes after its trace closed (a
         # record_feedback(trace_id=...) span), when it can no longer change the sampling.
         value = span.attributes[sc.RAGMON_FEEDBACK]
@@ -25,11 +25,11 @@ class AccountingMixin(AgentState):
         service, pipe = self.metrics.labels_sp(span.service_name, pipeline if isinstance(pipeline, str) else None)
         self.metrics.feedback.labels(service, pipe, kind).inc()
 
-    def _skip_not_rag(self, closed: ClosedTrace) -> None:
+    def _skip_not_rag(self, closed: ClosedTrace, service_name: str) -> None:
         """Not a RAG request (index building, embedding batches, ...): accounted as received and
         skipped{not_rag} under the reserved pipeline label, so traffic panels can leave it out
         (pipeline!="_not_rag") and its span names never take a pipeline label; no latency."""
-        service, pipeline = self.metrics.labels_sp(closed.trace.service, sc.NOT_RAG_PIPELINE_LABEL)
+        service, pipeline = self.metrics.labels_sp(service_name, sc.NOT_RAG_PIPELINE_LABEL)
         self.metrics.traces_received.labels(service, pipeline).inc()
         self.metrics.traces_skipped.labels(service, pipeline, sc.SKIP_NOT_RAG).inc()
         self._account(closed)
@@ -45,7 +45,7 @@ class AccountingMixin(AgentState):
 
     def _account(self, closed: ClosedTrace, *, remember: bool = True) -> None:
         """The trace is scored, skipped or failed: release delivery tokens no longer needed."""
-        trace_id = closed.trace.trace_id
+        trace_id = closed.trace_id
         if self._in_flight.get(trace_id) is closed:
             del self._in_flight[trace_id]
             self._stream.pop(trace_id, None)

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import cast
 
+from ..ingest.assembler import AnySpan
 from ..sampling import in_sample
 from ..scoring.budget import budget_traces_per_s
 from ..scoring.power import PipelinePlan
-from ..types import SpanRecord
 from ._state import AgentState
 
 
@@ -19,7 +19,7 @@ class AdmissionMixin(AgentState):
     def backpressure(self) -> bool:
         return len(self._in_flight) >= self.config.judge_backlog
 
-    def admit(self, spans: Sequence[SpanRecord]) -> bool:
+    def admit(self, spans: Sequence[AnySpan]) -> bool:
         """Whether the judge backlog can take every trace these spans may send to the judge (the
         OTLP receiver answers 503 Retry-After otherwise, before accepting anything). The demand is
         estimated from the spans that close a trace (roots): those inside the highest sample rate,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Hashable
+from typing import Any
 
 from prometheus_client import CollectorRegistry
 
@@ -81,6 +82,7 @@ class Agent(LifecycleMixin):
                            if config.trace_inspector else None)
         self._recent = _RecentIds(config.dedup_size)
         self._p95: dict[tuple[str, str, str], SlidingQuantile] = {}
+        self._series: dict[tuple[str, str], Any] = {}
         self._listeners: list[ScoreListener] = []
         if config.export_judged:  # judged traces for `ragmon dataset harvest` (bounded, rotating JSONL)
             from ..datasets.harvest import JudgedSink

@@ -9,6 +9,7 @@ import asyncio
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from typing import Any
 
 from .._log import LogOnce
 from ..config import AgentConfig
@@ -72,6 +73,7 @@ class AgentState:
     _inspector: RecentTraces | None
     _recent: _RecentIds
     _p95: dict[tuple[str, str, str], SlidingQuantile]
+    _series: dict[tuple[str, str], Any]  # (service, pipeline) -> metric children (_latency._Series)
     _listeners: list[ScoreListener]
     _log_once: LogOnce
     # delivery-token bookkeeping (see ingest/source.py)

@@ -6,25 +6,22 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Hashable, Sequence
-from functools import partial
-from typing import TypeGuard
 
 from .. import semconv as sc
 from ..errors import JudgeBudgetExceeded, JudgeError
-from ..export.latency import SlidingQuantile
-from ..ingest.assembler import ClosedTrace
+from ..ingest.assembler import AnySpan, ClosedTrace
 from ..scoring.diagnosis import diagnose
-from ..scoring.sampler import judgeable_skip_reason
-from ..types import RagTrace, Scores, SpanRecord
-from ._accounting import AccountingMixin
+from ..scoring.sampler import SampleDecision, judgeable_skip_reason
+from ..types import RagTrace, Scores
 from ._admission import AdmissionMixin
+from ._latency import LatencyOnlyMixin
 
 
-class TraceStepsMixin(AdmissionMixin, AccountingMixin):
+class TraceStepsMixin(LatencyOnlyMixin, AdmissionMixin):
     """What happens to each span and trace, from ``submit`` to recorded scores."""
 
     # ------------------------------------------------------------------ SpanSink
-    def submit(self, spans: Sequence[SpanRecord], token: Hashable | None = None) -> None:
+    def submit(self, spans: Sequence[AnySpan], token: Hashable | None = None) -> None:
         closed: list[ClosedTrace] = []
         touched: set[str] = set()
         for span in spans:
@@ -44,7 +41,7 @@ class TraceStepsMixin(AdmissionMixin, AccountingMixin):
             touched.add(span.trace_id)
         if token is not None:
             # Register references before processing: a trace may be accounted synchronously.
-            closed_ids = {c.trace.trace_id for c in closed}
+            closed_ids = {c.trace_id for c in closed}
             for trace_id in touched:
                 if trace_id in closed_ids or trace_id in self._in_flight or self._assembler.is_open(trace_id):
                     self._token_traces.setdefault(token, set()).add(trace_id)
@@ -70,14 +67,20 @@ class TraceStepsMixin(AdmissionMixin, AccountingMixin):
                 self._process_one(item)
             except Exception:  # noqa: BLE001  # one bad trace never stops the agent (rule 2)
                 self._log_once.warning("process", "internal error processing trace %s",
-                                       item.trace.trace_id, exc_info=True)
+                                       item.trace_id, exc_info=True)
                 self._count_failed(item.trace, sc.FAIL_INTERNAL)
                 self._account(item)
 
     def _process_one(self, closed: ClosedTrace) -> None:
+        if closed.latency is not None:  # read for latency only (_latency.py): the same steps, lighter
+            undecided = self._process_latency_only(closed, closed.latency)
+            if undecided is not None:  # it may be judged after all: the full trace decides
+                trace, rate = undecided
+                self._decided(closed, trace, self._policy.decide(trace, rate))
+            return
         trace = closed.trace
         if trace.attributes.get(sc.RAGMON_NOT_RAG):
-            self._skip_not_rag(closed)
+            self._skip_not_rag(closed, trace.service)
             return
         service, pipeline = self.metrics.labels_sp(trace.service, trace.pipeline)
         self.metrics.traces_received.labels(service, pipeline).inc()
@@ -89,7 +92,8 @@ class TraceStepsMixin(AdmissionMixin, AccountingMixin):
             self._count_skip(trace, sc.SKIP_DUPLICATE)
             self._account(closed, remember=False)
             return
-        self._observe_latency(trace, service, pipeline)
+        self._observe_latency(service, pipeline, trace.retrieval_latency_s, len(trace.documents),
+                              trace.generation_latency_s, trace.pipeline_latency_s)
         source = trace.attributes.get(sc.RAGMON_CONTEXTS_SOURCE)
         if source in sc.CONTEXTS_SOURCES:
             self.metrics.contexts_source.labels(service, pipeline, source).inc()
@@ -97,7 +101,10 @@ class TraceStepsMixin(AdmissionMixin, AccountingMixin):
         self._power.observe_traffic((service, pipeline))
         self._releases.observe(service, trace.service, pipeline, trace.attributes)
         rate = self._power.rate_for((service, pipeline)) if self._power.adaptive else None
-        decision = self._policy.decide(trace, rate)
+        self._decided(closed, trace, self._policy.decide(trace, rate))
+
+    def _decided(self, closed: ClosedTrace, trace: RagTrace, decision: SampleDecision) -> None:
+        """Skip, or queue for the judge, a trace whose sampling is decided."""
         if not decision.sampled:
             self._count_skip(trace, decision.reason)
             self._account(closed)
@@ -107,6 +114,7 @@ class TraceStepsMixin(AdmissionMixin, AccountingMixin):
             self._count_skip(trace, reason)
             self._account(closed)
             return
+        service, pipeline = self.metrics.labels_sp(trace.service, trace.pipeline)
         self.metrics.traces_sampled.labels(service, pipeline, decision.reason).inc()
         assert self._backlog is not None
         if self._stopping and not self._tasks:
@@ -123,41 +131,6 @@ class TraceStepsMixin(AdmissionMixin, AccountingMixin):
         self._stream[trace.trace_id] = decision.stream
         self.metrics.judge_backlog.set(len(self._in_flight))
 
-    def _observe_latency(self, trace: RagTrace, service: str, pipeline: str) -> None:
-        m = self.metrics
-        if self._plausible(trace.retrieval_latency_s):
-            m.retrieval_latency.labels(service, pipeline).observe(trace.retrieval_latency_s)
-            self._window("retrieval", service, pipeline).observe(trace.retrieval_latency_s)
-        if trace.retrieval_latency_s is not None:
-            m.retrieved_documents.labels(service, pipeline).observe(len(trace.documents))
-        if self._plausible(trace.generation_latency_s):
-            m.generation_latency.labels(service, pipeline).observe(trace.generation_latency_s)
-        if self._plausible(trace.pipeline_latency_s):
-            m.pipeline_latency.labels(service, pipeline).observe(trace.pipeline_latency_s)
-            self._window("pipeline", service, pipeline).observe(trace.pipeline_latency_s)
-
-    def _plausible(self, latency_s: float | None) -> TypeGuard[float]:
-        """A latency worth observing. A span that ends in the year 2554 (end time 2^64-1) or before
-        it starts would otherwise own the P95 gauge and the histogram sum: counted, not observed."""
-        if latency_s is None:
-            return False
-        if 0.0 <= latency_s <= self.config.latency_max_s:
-            return True
-        self.metrics.dropped.labels(sc.DROP_INVALID_TIMESTAMP).inc()
-        self._log_once.warning("timestamp", "latency of %.6g s outside [0, %g] s (bogus span timestamps?); "
-                               "not observed", latency_s, self.config.latency_max_s)
-        return False
-
-    def _window(self, stage: str, service: str, pipeline: str) -> SlidingQuantile:
-        key = (stage, service, pipeline)
-        window = self._p95.get(key)
-        if window is None:
-            window = SlidingQuantile(self.config.latency_window_s, clock=self._clock)
-            self._p95[key] = window
-            gauge = self.metrics.retrieval_latency_p95 if stage == "retrieval" else self.metrics.pipeline_latency_p95
-            gauge.labels(service, pipeline).set_function(partial(window.quantile, 0.95))
-        return window
-
     async def _judge_worker(self) -> None:
         assert self._backlog is not None
         while True:
@@ -168,7 +141,7 @@ class TraceStepsMixin(AdmissionMixin, AccountingMixin):
                 raise
             except Exception:  # noqa: BLE001  # a worker must survive any bug: the trace is accounted below
                 self._log_once.warning("worker", "internal error in judge worker", exc_info=True)
-                if closed.trace.trace_id in self._in_flight:
+                if closed.trace_id in self._in_flight:
                     self._count_failed(closed.trace, sc.FAIL_INTERNAL)
                     self._account(closed)
             finally:

@@ -31,6 +31,12 @@ reads (a single 6 MB document took the local judge past a 768 MiB container limi
 question, the answer and the documents in rank order are cut to that many characters in all
 after extraction (which still sees whole spans), and each cut is counted as ``text_truncated``.
 
+Spans read for latency only (``otlp_light.LightSpan``: a trace outside the judging sample) are
+held like any other; a trace made of them alone closes with its ``LatencyTrace``
+(``extract.latency_trace``) and builds its ``RagTrace`` only when asked (a priority rule picked it
+for the judge). A trace with any fully decoded span is built in full, its light spans decoded
+then from the protobuf they keep.
+
 Every closed trace carries the delivery tokens of the submissions that contributed spans, so
 the agent can release (commit) a delivery once all its traces are accounted for. A delivery
 whose spans were all dropped (late, duplicate) touches no open trace: ``holds_token`` tells.
@@ -48,13 +54,15 @@ from dataclasses import dataclass, field
 
 from .. import semconv as sc
 from ..types import Document, RagTrace, SpanRecord
-from .extract import ExtractSettings, build_rag_trace
+from .extract import ExtractSettings, LatencyTrace, build_rag_trace, latency_trace
+from .otlp_light import LightSpan
 
 __all__ = [
     "REASON_EVICTED",
     "REASON_FLUSH",
     "REASON_ROOT",
     "REASON_TIMEOUT",
+    "AnySpan",
     "ClosedTrace",
     "TraceAssembler",
 ]
@@ -67,20 +75,44 @@ REASON_EVICTED = "evicted"
 REASON_FLUSH = "flush"
 
 
-@dataclass(frozen=True)
 class ClosedTrace:
-    trace: RagTrace
-    tokens: frozenset[Hashable]  # delivery tokens of every submission that had spans of this trace
-    reason: str  # "root" | "timeout" | "evicted" | "flush"
+    """A closed trace: its ``RagTrace`` (built on first access when ``latency`` is set), the
+    delivery ``tokens`` of every submission that had spans of it, and why it closed
+    (``reason``: root | timeout | evicted | flush)."""
+
+    __slots__ = ("_build", "_trace", "latency", "reason", "tokens", "trace_id")
+
+    def __init__(self, trace: RagTrace | None = None, tokens: frozenset[Hashable] = frozenset(),
+                 reason: str = REASON_FLUSH, *, trace_id: str | None = None, latency: LatencyTrace | None = None,
+                 build: Callable[[], RagTrace] | None = None) -> None:
+        if trace is None and build is None:
+            raise ValueError("ClosedTrace needs a trace or a way to build it")
+        self._trace = trace
+        self._build = build
+        self.trace_id: str = trace_id if trace_id is not None else trace.trace_id  # type: ignore[union-attr]
+        self.tokens = tokens
+        self.reason = reason
+        self.latency = latency  # set for a trace read for latency only (all spans LightSpans)
+
+    @property
+    def trace(self) -> RagTrace:
+        if self._trace is None:
+            assert self._build is not None
+            self._trace, self._build = self._build(), None
+        return self._trace
+
+
+AnySpan = SpanRecord | LightSpan
 
 
 @dataclass(slots=True)
 class _OpenTrace:
-    spans: list[SpanRecord] = field(default_factory=list)
+    spans: list[AnySpan] = field(default_factory=list)
     span_ids: set[str] = field(default_factory=set)
     tokens: set[Hashable] = field(default_factory=set)
     last_activity: float = 0.0
     root_seen: bool = False
+    light: bool = True  # every span a LightSpan so far
     has_pipeline: bool = False  # holds a span that marks the RAG request (see _marks_pipeline)
     size: int = 0  # approximate bytes held (see _approx_size)
 
@@ -137,7 +169,7 @@ class TraceAssembler:
         """Whether any open trace holds ``token`` (O(open); for rare checks)."""
         return any(token in entry.tokens for entry in self._open.values())
 
-    def add(self, span: SpanRecord, token: Hashable | None = None) -> list[ClosedTrace]:
+    def add(self, span: AnySpan, token: Hashable | None = None) -> list[ClosedTrace]:
         """Add one span; return the traces this closes (its own on a root, an evicted one)."""
         trace_id = span.trace_id
         now = self._clock()
@@ -167,6 +199,8 @@ class TraceAssembler:
             return closed
         entry.spans.append(span)
         entry.span_ids.add(span.span_id)
+        if entry.light and not isinstance(span, LightSpan):
+            entry.light = False
         entry.has_pipeline = entry.has_pipeline or _marks_pipeline(span)
         if self._max_bytes is not None:
             size = _approx_size(span)
@@ -216,25 +250,35 @@ class TraceAssembler:
         self._closed_ids[trace_id] = None
         if len(self._closed_ids) > self._closed_ids_size:
             self._closed_ids.popitem(last=False)
-        return ClosedTrace(
-            trace=self._build(trace_id, entry), tokens=frozenset(entry.tokens), reason=reason
-        )
+        tokens = frozenset(entry.tokens)
+        spans, complete = entry.spans, entry.root_seen
+        if entry.light:
+            latency = None
+            try:
+                latency = latency_trace(trace_id, spans, complete=complete,  # type: ignore[arg-type]
+                                        settings=self._extract)
+            except Exception:  # the full extraction decides (and keeps what is certain)
+                log.debug("latency-only view of trace %s failed; extracting in full", trace_id, exc_info=True)
+            if latency is not None:
+                return ClosedTrace(tokens=tokens, reason=reason, trace_id=trace_id, latency=latency,
+                                   build=lambda: self._build(trace_id, _records(spans), complete))
+        return ClosedTrace(trace=self._build(trace_id, _records(spans), complete), tokens=tokens, reason=reason)
 
-    def _build(self, trace_id: str, entry: _OpenTrace) -> RagTrace:
+    def _build(self, trace_id: str, spans: list[SpanRecord], complete: bool) -> RagTrace:
         try:
-            trace = build_rag_trace(entry.spans, complete=entry.root_seen, settings=self._extract)
+            trace = build_rag_trace(spans, complete=complete, settings=self._extract)
         except Exception:  # extraction must never lose a trace; keep what is certain
             if not self._build_failed_logged:
                 self._build_failed_logged = True
                 log.exception("could not extract a RAG trace from trace %s; kept with minimal fields", trace_id)
-            first = min(entry.spans, key=lambda s: s.start_time_ns)
+            first = min(spans, key=lambda s: s.start_time_ns)
             return RagTrace(
                 trace_id=trace_id,
                 service=first.service_name or sc.UNKNOWN_LABEL,
                 pipeline=first.name,
                 start_time_ns=first.start_time_ns,
-                complete=entry.root_seen,
-                span_count=len(entry.spans),
+                complete=complete,
+                span_count=len(spans),
             )
         if self._max_text is None:
             return trace
@@ -271,13 +315,18 @@ def _cut(text: str | None, limit: int) -> str | None:
     return text[:max(0, limit)]
 
 
-def _marks_pipeline(span: SpanRecord) -> bool:
+def _records(spans: list[AnySpan]) -> list[SpanRecord]:
+    """Full ``SpanRecord``s (light spans decoded now from the protobuf they keep)."""
+    return [s.to_record() if isinstance(s, LightSpan) else s for s in spans]
+
+
+def _marks_pipeline(span: AnySpan) -> bool:
     attrs = span.attributes
     return (attrs.get(sc.RAGMON_STAGE) == sc.STAGE_PIPELINE
             or attrs.get(sc.TRACELOOP_SPAN_KIND) == sc.TRACELOOP_KIND_WORKFLOW)
 
 
-def _is_root(span: SpanRecord, entry: _OpenTrace) -> bool:
+def _is_root(span: AnySpan, entry: _OpenTrace) -> bool:
     """The trace's root, or the *local* root of this service's part of a distributed trace:
     a span whose parent is in another process (OTLP span flags) once the trace holds the RAG
     pipeline span. Without that, an app called through an instrumented gateway (whose spans
@@ -289,8 +338,11 @@ def _is_root(span: SpanRecord, entry: _OpenTrace) -> bool:
     return span.parent_is_remote and entry.has_pipeline
 
 
-def _approx_size(span: SpanRecord) -> int:
-    """Rough bytes a span holds: its strings plus a fixed overhead (resource is shared)."""
+def _approx_size(span: AnySpan) -> int:
+    """Rough bytes a span holds: its strings plus a fixed overhead (resource is shared); a light
+    span holds its protobuf message (its serialized size)."""
+    if isinstance(span, LightSpan):
+        return span.size
     size = 300 + len(span.name)
     for key, value in span.attributes.items():
         size += len(key) + _value_size(value, 0)

@@ -49,9 +49,10 @@ from .. import semconv as sc
 from .._log import LogOnce
 from .._security import BearerToken
 from ..errors import ConfigError, DecodeError
-from .handover import admits, backpressure, submit_in_slices
+from .handover import admits, backpressure, latency_only_of, submit_in_slices
 from .http_receiver import RETRY_AFTER_S
-from .otlp import CONTENT_TYPE_PROTOBUF, DecodedBatch, decode_export_request
+from .otlp import CONTENT_TYPE_PROTOBUF, SpanBatch, decode_export_request
+from .otlp_light import LatencyOnly
 from .source import SourceMetrics, SpanSink
 
 __all__ = ["GrpcReceiverSettings", "OtlpGrpcReceiver"]
@@ -102,6 +103,7 @@ class OtlpGrpcReceiver:
         self._metrics = metrics
         self._log_once = LogOnce(log)
         self._sink: SpanSink | None = None
+        self._latency_only: LatencyOnly | None = None  # the sink's (handover.latency_only_of)
         self._server: Any = None  # grpc.aio.Server
         self._port: int | None = None
         self._accepting = False
@@ -123,6 +125,7 @@ class OtlpGrpcReceiver:
         if self._server is not None:
             return
         self._sink = sink
+        self._latency_only = latency_only_of(sink)
         credentials = self._credentials()
         server = grpc.aio.server(
             options=[
@@ -255,10 +258,10 @@ class OtlpGrpcReceiver:
         self._count(sc.OUTCOME_PARTIAL if batch.rejected_spans else sc.OUTCOME_OK)
         return _export_response(batch)
 
-    def _decode(self, message: bytes) -> DecodedBatch:
+    def _decode(self, message: bytes) -> SpanBatch:
         # grpc already inflated a gzip message; the bytes are an ExportTraceServiceRequest
         return decode_export_request(message, content_type=CONTENT_TYPE_PROTOBUF, content_encoding=None,
-                                     max_bytes=self._max_body)
+                                     max_bytes=self._max_body, latency_only=self._latency_only)
 
     def _count(self, outcome: str) -> None:
         self._metrics.requests_received.labels(self.name, outcome).inc()
@@ -276,7 +279,7 @@ def _host_for_grpc(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
-def _export_response(batch: DecodedBatch) -> bytes:
+def _export_response(batch: SpanBatch) -> bytes:
     response = trace_service_pb2.ExportTraceServiceResponse()
     if batch.rejected_spans:
         response.partial_success.rejected_spans = batch.rejected_spans

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from ..types import SpanRecord
+from .otlp_light import LatencyOnly, LightSpan
 from .source import SpanSink
 
 log = logging.getLogger(__name__)
@@ -21,7 +22,14 @@ log = logging.getLogger(__name__)
 SUBMIT_SLICE: Final = 2_000  # spans handed to the sink between two yields to the event loop
 
 
-def admits(sink: SpanSink, spans: Sequence[SpanRecord]) -> bool:
+def latency_only_of(sink: SpanSink) -> LatencyOnly | None:
+    """Which traces the sink lets a source read for latency only (the agent's ``latency_only``);
+    None for a sink without it: every span is decoded in full."""
+    value = getattr(sink, "latency_only", None)
+    return value if isinstance(value, LatencyOnly) else None
+
+
+def admits(sink: SpanSink, spans: Sequence[SpanRecord | LightSpan]) -> bool:
     """The sink's admission check for this export (``SpanSink.admit``)."""
     try:
         return bool(sink.admit(spans))
@@ -39,7 +47,7 @@ def backpressure(sink: SpanSink) -> bool:
         return False
 
 
-async def submit_in_slices(sink: SpanSink, spans: Sequence[SpanRecord]) -> None:
+async def submit_in_slices(sink: SpanSink, spans: Sequence[SpanRecord | LightSpan]) -> None:
     """Hand ``spans`` over in slices of ``SUBMIT_SLICE``, yielding to the loop between them."""
     for start in range(0, len(spans), SUBMIT_SLICE):
         if start:

@@ -56,8 +56,9 @@ from .. import semconv as sc
 from .._log import LogOnce
 from .._security import BearerToken, server_ssl_context
 from ..errors import ConfigError, DecodeError
-from .handover import admits, backpressure, submit_in_slices
-from .otlp import CONTENT_TYPE_JSON, CONTENT_TYPE_PROTOBUF, DecodedBatch, decode_export_request, media_type
+from .handover import admits, backpressure, latency_only_of, submit_in_slices
+from .otlp import CONTENT_TYPE_JSON, CONTENT_TYPE_PROTOBUF, SpanBatch, decode_export_request, media_type
+from .otlp_light import LatencyOnly
 from .settings import HttpReceiverSettings
 from .source import SourceMetrics, SpanSink
 
@@ -105,6 +106,7 @@ class OtlpHttpReceiver:
         self._metrics = metrics
         self._log_once = LogOnce(log)
         self._sink: SpanSink | None = None
+        self._latency_only: LatencyOnly | None = None  # the sink's (handover.latency_only_of)
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
         self._accepting = False
@@ -130,6 +132,7 @@ class OtlpHttpReceiver:
         if self._runner is not None:
             return
         self._sink = sink
+        self._latency_only = latency_only_of(sink)
         ssl_context = self._ssl_context()
         # client_max_size guards aiohttp's own readers; we read the body ourselves, bounded.
         app = web.Application(client_max_size=self._max_body + 1)
@@ -339,12 +342,13 @@ class OtlpHttpReceiver:
             raise DecodeError(f"request body incomplete after {size} bytes: {exc}") from exc
         return b"".join(chunks)
 
-    def _decode(self, request: web.Request, body: bytes) -> DecodedBatch:
+    def _decode(self, request: web.Request, body: bytes) -> SpanBatch:
         return decode_export_request(
             body,
             content_type=request.headers.get(hdrs.CONTENT_TYPE, ""),
             content_encoding=request.headers.get(hdrs.CONTENT_ENCODING),
             max_bytes=self._max_body,
+            latency_only=self._latency_only,
         )
 
     def _reject(self, exc: DecodeError, response_type: str) -> web.Response:
@@ -440,7 +444,7 @@ def _encode(message: Message, content_type: str) -> bytes:
     return json_format.MessageToJson(message, indent=None).encode("utf-8")
 
 
-def _export_response(batch: DecodedBatch, content_type: str) -> web.Response:
+def _export_response(batch: SpanBatch, content_type: str) -> web.Response:
     response = ExportTraceServiceResponse()
     if batch.rejected_spans:
         response.partial_success.rejected_spans = batch.rejected_spans

@@ -29,8 +29,10 @@ from aiokafka.helpers import create_ssl_context
 
 from .. import semconv as sc
 from ..errors import ConfigError, DecodeError
+from .handover import latency_only_of
 from .offsets import OffsetTracker, PartitionKey
 from .otlp import decode_traces_payload
+from .otlp_light import LatencyOnly
 from .settings import KafkaSourceSettings
 from .source import KafkaSourceMetrics, SpanSink
 
@@ -115,6 +117,7 @@ class KafkaSource:
         self._client_opts = kafka_client_options(config)  # fail fast on bad security settings
         self._tracker = OffsetTracker()
         self._sink: SpanSink | None = None
+        self._latency_only: LatencyOnly | None = None  # the sink's (handover.latency_only_of)
         self._consumer: AIOKafkaConsumer | None = None
         self._producer: AIOKafkaProducer | None = None
         self._task: asyncio.Task[None] | None = None
@@ -141,6 +144,7 @@ class KafkaSource:
         if self._task is not None:
             return
         self._sink = sink
+        self._latency_only = latency_only_of(sink)
         self._stopping = False
         self._task = asyncio.create_task(self._run(), name="ragmon-kafka-source")
 
@@ -302,7 +306,7 @@ class KafkaSource:
             # instead of a TracesData object; accept both.
             value = b'{"resourceSpans":' + value + b"}"
         try:
-            batch = decode_traces_payload(value, encoding)
+            batch = decode_traces_payload(value, encoding, self._latency_only)
         except DecodeError as exc:
             self._poison(record, sc.DROP_POISON_MESSAGE, f"{exc.reason}: {exc}")
             return

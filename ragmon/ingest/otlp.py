@@ -23,9 +23,9 @@ import binascii
 import json
 import re
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, overload
 
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError as ProtobufDecodeError
@@ -38,11 +38,15 @@ from ..errors import DecodeError
 from ..types import AttrValue, SpanEvent, SpanRecord
 from .otlp_json import fast_decode
 
+if TYPE_CHECKING:
+    from .otlp_light import LatencyOnly, LightSpan
+
 __all__ = [
     "CONTENT_TYPE_JSON",
     "CONTENT_TYPE_PROTOBUF",
     "MAX_ERROR_MESSAGES",
     "DecodedBatch",
+    "SpanBatch",
     "decode_export_request",
     "decode_traces_payload",
     "media_type",
@@ -66,19 +70,38 @@ class DecodedBatch:
     errors: list[str] = field(default_factory=list)  # short messages, at most MAX_ERROR_MESSAGES
 
 
+class SpanBatch(Protocol):
+    """A decoded batch that may hold ``LightSpan``s (with ``latency_only``, see otlp_light.py)."""
+
+    @property
+    def spans(self) -> Sequence[SpanRecord | LightSpan]: ...
+    @property
+    def rejected_spans(self) -> int: ...
+    @property
+    def errors(self) -> list[str]: ...
+
+
 def media_type(content_type: str | None) -> str:
     """``'application/json; charset=utf-8'`` -> ``'application/json'``."""
     return (content_type or "").split(";", 1)[0].strip().lower()
 
 
+@overload
+def decode_export_request(body: bytes, *, content_type: str, content_encoding: str | None = None,
+                          max_bytes: int = 16 << 20, latency_only: None = None) -> DecodedBatch: ...
+@overload
+def decode_export_request(body: bytes, *, content_type: str, content_encoding: str | None = None,
+                          max_bytes: int = 16 << 20, latency_only: LatencyOnly | None) -> SpanBatch: ...
 def decode_export_request(
     body: bytes,
     *,
     content_type: str,
     content_encoding: str | None = None,
     max_bytes: int = 16 << 20,
-) -> DecodedBatch:
-    """Decode an OTLP/HTTP ``POST /v1/traces`` body.
+    latency_only: LatencyOnly | None = None,
+) -> SpanBatch:
+    """Decode an OTLP/HTTP ``POST /v1/traces`` body. With ``latency_only`` protobuf spans of
+    traces outside the judging sample are read lightly (``otlp_light.py``; JSON is always read in full).
 
     Raises ``DecodeError`` with ``reason`` one of ``DROP_UNSUPPORTED_MEDIA`` (content type or
     encoding), ``DROP_BODY_TOO_LARGE`` (before or after decompression) or ``DROP_MALFORMED_BODY``.
@@ -95,16 +118,21 @@ def decode_export_request(
     raw = _decompress(body, content_encoding, max_bytes)
     if mtype == CONTENT_TYPE_JSON:
         return _decode_json(raw)
-    return _decode_protobuf(raw)
+    return _decode_protobuf(raw, latency_only)
 
 
-def decode_traces_payload(payload: bytes, encoding: str) -> DecodedBatch:
+@overload
+def decode_traces_payload(payload: bytes, encoding: str, latency_only: None = None) -> DecodedBatch: ...
+@overload
+def decode_traces_payload(payload: bytes, encoding: str, latency_only: LatencyOnly | None) -> SpanBatch: ...
+def decode_traces_payload(payload: bytes, encoding: str, latency_only: LatencyOnly | None = None) -> SpanBatch:
     """Decode one Kafka message as the OTel Collector's kafkaexporter writes it.
 
-    ``encoding`` is ``"otlp_proto"`` or ``"otlp_json"``. Raises ``DecodeError``.
+    ``encoding`` is ``"otlp_proto"`` or ``"otlp_json"``; ``latency_only`` as for
+    ``decode_export_request``. Raises ``DecodeError``.
     """
     if encoding == "otlp_proto":
-        return _decode_protobuf(payload)
+        return _decode_protobuf(payload, latency_only)
     if encoding == "otlp_json":
         return _decode_json(payload)
     raise DecodeError(f"unsupported encoding {encoding!r}", reason=sc.DROP_UNSUPPORTED_MEDIA)
@@ -154,12 +182,16 @@ def _bounded_inflate(data: bytes, wbits: int, max_bytes: int, name: str) -> byte
         raise DecodeError(f"invalid {name} body: {exc}", reason=sc.DROP_MALFORMED_BODY) from exc
 
 
-def _decode_protobuf(raw: bytes) -> DecodedBatch:
+def _decode_protobuf(raw: bytes, latency_only: LatencyOnly | None = None) -> SpanBatch:
     request = ExportTraceServiceRequest()
     try:
         request.ParseFromString(raw)
     except (ProtobufDecodeError, RuntimeError, ValueError) as exc:
         raise DecodeError(f"body is not a valid OTLP protobuf message: {exc}") from exc
+    if latency_only is not None:
+        from .otlp_light import convert_request_light  # imports this module: resolved at first use
+
+        return convert_request_light(request, latency_only)
     return _convert_request(request)
 
 

@@ -11,9 +11,12 @@ while it is True instead of buffering without bound.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..types import SpanRecord
+
+if TYPE_CHECKING:
+    from .otlp_light import LightSpan
 
 
 class Labelled(Protocol):
@@ -65,13 +68,16 @@ class KafkaSourceMetrics(SourceMetrics, Protocol):
 
 
 class SpanSink(Protocol):
-    def submit(self, spans: Sequence[SpanRecord], token: Hashable | None = None) -> None:
-        """Hand decoded spans to the agent. Never raises for bad spans; never blocks."""
+    def submit(self, spans: Sequence[SpanRecord | LightSpan], token: Hashable | None = None) -> None:
+        """Hand decoded spans to the agent. Never raises for bad spans; never blocks.
+
+        ``LightSpan``s come only from a sink that offers ``latency_only`` (a ``LatencyOnly``):
+        sources read traces outside the judging sample lightly then (``otlp_light.py``)."""
 
     def backpressure(self) -> bool:
         """True while the judge backlog is full: pause consuming."""
 
-    def admit(self, spans: Sequence[SpanRecord]) -> bool:
+    def admit(self, spans: Sequence[SpanRecord | LightSpan]) -> bool:
         """Whether the agent can take this export's traces now; a receiver answers "retry later"
         (503 / UNAVAILABLE) before accepting anything when it cannot."""
 

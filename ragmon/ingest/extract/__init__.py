@@ -49,8 +49,11 @@ Pipeline name: ``ragmon.pipeline`` -> ``gen_ai.workflow.name`` -> the configured
 ``traceloop.workflow.name`` -> the root span's name, then the rename rules
 (``ExtractSettings``).
 
-Modules (private; this package's API is ``build_rag_trace``, ``ExtractSettings`` and
-``content_id``): ``_values`` forgiving converters, ``_text`` question/answer text,
+Latency only: ``latency_trace`` gives the fields the agent records for a trace it does not
+judge, with the same rules, from the few attributes that decide them (``_latency``).
+
+Modules (private; this package's API is ``build_rag_trace``, ``latency_trace``,
+``ExtractSettings`` and ``content_id``): ``_values`` forgiving converters, ``_text`` question/answer text,
 ``_documents`` document readers, ``_messages`` chat-message readers, ``_view`` the span tree and
 roles, ``_settings`` what can be configured, ``_trace`` the builder.
 """
@@ -58,7 +61,34 @@ roles, ``_settings`` what can be configured, ``_trace`` the builder.
 from __future__ import annotations
 
 from ...doc_ids import content_id
+from ._latency import (
+    CONTENT_KEYS,
+    CONTENT_PREFIXES,
+    DOCUMENT_LATENCY_SUFFIXES,
+    DOCUMENT_PREFIXES,
+    LATENCY_KEYS,
+    LatencySpan,
+    LatencyTrace,
+    latency_keys,
+    latency_trace,
+)
 from ._settings import DEFAULT_SETTINGS, ExtractSettings
 from ._trace import build_rag_trace
+from ._view import role_of
 
-__all__ = ["DEFAULT_SETTINGS", "ExtractSettings", "build_rag_trace", "content_id"]
+__all__ = [
+    "CONTENT_KEYS",
+    "CONTENT_PREFIXES",
+    "DEFAULT_SETTINGS",
+    "DOCUMENT_LATENCY_SUFFIXES",
+    "DOCUMENT_PREFIXES",
+    "LATENCY_KEYS",
+    "ExtractSettings",
+    "LatencySpan",
+    "LatencyTrace",
+    "build_rag_trace",
+    "content_id",
+    "latency_keys",
+    "latency_trace",
+    "role_of",
+]

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ... import semconv as sc
-from ...types import AttrValue, SpanRecord
+from ...types import AttrValue, SpanEvent, SpanRecord
 from ._values import to_bool, to_str
 
 ROLE_PIPELINE = "pipeline"
@@ -49,7 +49,11 @@ class Group:
 
 
 def _span_role(span: SpanRecord) -> str | None:
-    attrs = span.attributes
+    return role_of(span.attributes, span.events)
+
+
+def role_of(attrs: Mapping[str, AttrValue], events: Sequence[SpanEvent] = ()) -> str | None:
+    """A span's role from its attributes and events (the latency-only path calls this too)."""
     stage = to_str(attrs.get(sc.RAGMON_STAGE))
     if stage in _STAGE_ROLES:
         return _STAGE_ROLES[stage]
@@ -61,7 +65,7 @@ def _span_role(span: SpanRecord) -> str | None:
         return _GEN_AI_OP_ROLES[op]
     if to_str(attrs.get(sc.LLM_REQUEST_TYPE)) in _LLM_REQUEST_TYPES:
         return ROLE_GENERATOR
-    if any(e.name == sc.DB_QUERY_RESULT_EVENT for e in span.events):
+    if any(e.name == sc.DB_QUERY_RESULT_EVENT for e in events):
         return ROLE_RETRIEVER
     entity = to_str(attrs.get(sc.TRACELOOP_ENTITY_NAME))
     if entity is not None and entity.endswith(_TRACELOOP_RETRIEVER_SUFFIXES):

@@ -1,0 +1,336 @@
+"""The latency-only fast path gives the same metrics and accounting as the full path.
+
+The same OTLP/HTTP bodies (made by the real OpenTelemetry SDK, some of them edited into hostile
+shapes) are posted to two real agents over real HTTP, one with ``fast_path`` on and one with it
+off, under several sampling configurations; the /metrics expositions must be equal line for
+line (creation timestamps and judge timings aside), and the judge must see the same traces.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import httpx
+import pytest
+from opentelemetry import trace as otel_trace
+from opentelemetry.context import Context
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.trace import NonRecordingSpan, SpanContext, Status, StatusCode, TraceFlags
+from prometheus_client import CollectorRegistry, generate_latest
+
+from ragmon import semconv as sc
+from ragmon.agent import Agent
+from ragmon.config import load_agent_config
+from ragmon.ingest.extract import latency_keys
+from ragmon.ingest.otlp import decode_export_request
+from ragmon.ingest.otlp_light import LatencyOnly, LightSpan
+from ragmon.testing import StaticJudge
+from ragmon.types import SpanRecord
+
+from .otel_helpers import SpanFactory
+
+SCORES = {sc.METRIC_FAITHFULNESS: 0.9, sc.METRIC_ANSWER_RELEVANCY: 0.8, sc.METRIC_CONTEXT_PRECISION: 0.7}
+PROTOBUF = {"Content-Type": "application/x-protobuf"}
+
+
+# --- the corpus: real SDK spans, one list of request bodies ------------------------------------
+def _ragmon_trace(f: SpanFactory, i: int, *, text: bool = False, error: bool = False) -> None:
+    t = f.tracer
+    with t.start_as_current_span("rag") as root:
+        root.set_attribute(sc.SPAN_KIND, sc.KIND_CHAIN)
+        root.set_attribute(sc.RAGMON_PIPELINE, ("search", "faq", "support")[i % 3])
+        root.set_attribute(sc.RAGMON_CONTENT_SAMPLED, text)
+        root.set_attribute("http.route", "/ask")  # read by nobody: skipped by key
+        if text:
+            root.set_attribute(sc.INPUT_VALUE, f"question {i}?")
+            root.set_attribute(sc.OUTPUT_VALUE, f"answer {i}")
+        with t.start_as_current_span("retrieve") as span:
+            span.set_attribute(sc.SPAN_KIND, sc.KIND_RETRIEVER)
+            span.set_attribute("db.system", "qdrant")
+            for d in range(i % 6):
+                span.set_attribute(sc.retrieval_document_attr(d, sc.DOCUMENT_ID), f"doc-{d % 4}")  # repeats
+                if d % 2 == 0:
+                    span.set_attribute(sc.retrieval_document_attr(d, sc.DOCUMENT_SCORE), 0.9 - d / 10)
+                if text:
+                    span.set_attribute(sc.retrieval_document_attr(d, sc.DOCUMENT_CONTENT), f"text {d}")
+            if error:
+                span.set_status(Status(StatusCode.ERROR, "store down"))
+        with t.start_as_current_span("generate") as span:
+            span.set_attribute(sc.SPAN_KIND, sc.KIND_LLM)
+            span.set_attribute(sc.LLM_MODEL_NAME, ("gpt-4o-mini", "unknown", "llama")[i % 3])
+            span.set_attribute(sc.LLM_PROMPT_TEMPLATE_VERSION, f"v{i % 2}")
+
+
+def _genai_trace(f: SpanFactory, i: int) -> None:
+    t = f.tracer
+    with t.start_as_current_span("answer") as root:
+        root.set_attribute(sc.GEN_AI_WORKFLOW_NAME, "genai-flow")
+        with t.start_as_current_span("retrieval docs") as span:
+            span.set_attribute(sc.GEN_AI_OPERATION_NAME, sc.GEN_AI_OP_RETRIEVAL)
+        with t.start_as_current_span("rewrite") as span:
+            span.set_attribute(sc.GEN_AI_OPERATION_NAME, sc.GEN_AI_OP_CHAT)
+            span.set_attribute(sc.GEN_AI_REQUEST_MODEL, "small")
+        with t.start_as_current_span("chat") as span:
+            span.set_attribute(sc.GEN_AI_OPERATION_NAME, sc.GEN_AI_OP_CHAT)
+            span.set_attribute(sc.GEN_AI_REQUEST_MODEL, "big")
+            span.set_attribute(sc.GEN_AI_RESPONSE_MODEL, f"big-{i % 2}")
+
+
+def _openinference_nested(f: SpanFactory, i: int) -> None:
+    """Framework shapes: a RETRIEVER inside a RETRIEVER (the inner one has the documents), a
+    RERANKER, an LLM inside an LLM, nested CHAINs, a pipeline named by a custom attribute."""
+    t = f.tracer
+    with t.start_as_current_span("RetrieverQueryEngine.query") as root:
+        root.set_attribute(sc.SPAN_KIND, sc.KIND_CHAIN)
+        root.set_attribute("app.flow", f"flow-{i % 2}")
+        with t.start_as_current_span("inner chain") as chain:
+            chain.set_attribute(sc.SPAN_KIND, sc.KIND_CHAIN)
+            with t.start_as_current_span("retrieve") as outer:
+                outer.set_attribute(sc.SPAN_KIND, sc.KIND_RETRIEVER)
+                with t.start_as_current_span("vector retrieve") as inner:
+                    inner.set_attribute(sc.SPAN_KIND, "retriever")  # lower case: kinds are upper-cased
+                    for d in range(3):
+                        inner.set_attribute(sc.retrieval_document_attr(d, sc.DOCUMENT_ID), f"n{i}-{d}")
+                        inner.set_attribute(sc.retrieval_document_attr(d, sc.DOCUMENT_SCORE), 0.3 + d / 10)
+            with t.start_as_current_span("rerank") as span:
+                span.set_attribute(sc.SPAN_KIND, sc.KIND_RERANKER)
+                if i % 2:
+                    span.set_attribute(f"{sc.RERANKER_OUTPUT_DOCUMENTS_PREFIX}.0.{sc.DOCUMENT_ID}", f"n{i}-2")
+                    span.set_attribute(f"{sc.RERANKER_OUTPUT_DOCUMENTS_PREFIX}.0.{sc.DOCUMENT_SCORE}", 0.95)
+        with t.start_as_current_span("llm") as llm, t.start_as_current_span("openai.chat") as inner_llm:
+            llm.set_attribute(sc.SPAN_KIND, sc.KIND_LLM)
+            inner_llm.set_attribute(sc.SPAN_KIND, sc.KIND_LLM)
+            inner_llm.set_attribute(sc.LLM_MODEL_NAME, "gpt-4o")
+
+
+def _traceloop_trace(f: SpanFactory) -> None:
+    t = f.tracer
+    with t.start_as_current_span("qa.workflow") as root:
+        root.set_attribute(sc.TRACELOOP_SPAN_KIND, sc.TRACELOOP_KIND_WORKFLOW)
+        root.set_attribute(sc.TRACELOOP_WORKFLOW_NAME, "loop-flow")
+        with t.start_as_current_span("VectorIndexRetriever.task") as span:
+            span.set_attribute(sc.TRACELOOP_ENTITY_NAME, "VectorIndexRetriever.task")
+        with t.start_as_current_span("openai.chat") as span:
+            span.set_attribute(sc.LLM_REQUEST_TYPE, "chat")
+
+
+def _not_rag(f: SpanFactory) -> None:
+    with f.tracer.start_as_current_span("build-index") as root:
+        root.set_attribute(sc.SPAN_KIND, "EMBEDDING")
+        with f.tracer.start_as_current_span("embed") as span:
+            span.set_status(Status(StatusCode.ERROR))  # an error outside any RAG span
+
+
+def _bodies() -> list[bytes]:
+    bodies: list[bytes] = []
+
+    def flush(f: SpanFactory) -> None:
+        bodies.append(f.request().SerializeToString())
+        f.clear()
+
+    f = SpanFactory("shop")
+    for i in range(30):
+        _ragmon_trace(f, i, text=i % 5 == 0, error=i % 7 == 3)
+    flush(f)
+    for i in range(8):
+        _genai_trace(f, i)
+        _openinference_nested(f, i)
+        _traceloop_trace(f)
+        _not_rag(f)
+    flush(f)
+
+    # negative feedback on a trace of its own (a late feedback call) and on a RAG trace
+    with f.tracer.start_as_current_span("feedback") as span:
+        span.set_attribute(sc.RAGMON_FEEDBACK, "thumbs_down")
+        span.set_attribute(sc.RAGMON_PIPELINE, "search")
+    with f.tracer.start_as_current_span("rag") as root:
+        root.set_attribute(sc.RAGMON_STAGE, sc.STAGE_PIPELINE)
+        root.set_attribute(sc.RAGMON_FEEDBACK, -1)
+    flush(f)
+
+    # one trace split over three requests, root last; and a trace whose root never comes
+    root_cm = f.tracer.start_as_current_span("split-root")
+    root = root_cm.__enter__()
+    root.set_attribute(sc.RAGMON_PIPELINE, "split")
+    with f.tracer.start_as_current_span("retrieve") as span:
+        span.set_attribute(sc.RAGMON_STAGE, sc.STAGE_RETRIEVER)
+        span.set_attribute(sc.retrieval_document_attr(0, sc.DOCUMENT_ID), "a")
+    flush(f)
+    with f.tracer.start_as_current_span("generate") as span:
+        span.set_attribute(sc.RAGMON_STAGE, sc.STAGE_GENERATOR)
+    with f.tracer.start_as_current_span("orphan-root", context=Context()), \
+            f.tracer.start_as_current_span("orphan") as span:
+        span.set_attribute(sc.SPAN_KIND, sc.KIND_RETRIEVER)
+    orphan_only = [s for s in f.finished() if s.name != "orphan-root"]
+    f.exporter.clear()
+    from .otel_helpers import encode
+
+    bodies.append(encode(orphan_only).SerializeToString())
+    root_cm.__exit__(None, None, None)
+    flush(f)
+
+    # a local root under a remote parent (an app called through an instrumented gateway)
+    remote = SpanContext(trace_id=0x1234_5678_9ABC_DEF0_1234_5678_9ABC_DEF0, span_id=0x1111_2222_3333_4444,
+                         is_remote=True, trace_flags=TraceFlags(1))
+    ctx = otel_trace.set_span_in_context(NonRecordingSpan(remote))
+    with f.tracer.start_as_current_span("gateway-entry", context=ctx) as span:
+        span.set_attribute(sc.RAGMON_STAGE, sc.STAGE_PIPELINE)
+        span.set_attribute(sc.RAGMON_PIPELINE, "behind-gateway")
+        with f.tracer.start_as_current_span("retrieve") as child:
+            child.set_attribute(sc.SPAN_KIND, sc.KIND_RETRIEVER)
+    flush(f)
+
+    # the attribute limit evicts the span kind: documents alone must make it a retriever
+    limited = SpanFactory("shop", max_attributes=6)
+    with limited.tracer.start_as_current_span("rag") as root:
+        root.set_attribute(sc.RAGMON_PIPELINE, "limited")
+        with limited.tracer.start_as_current_span("retrieve") as span:
+            span.set_attribute(sc.SPAN_KIND, sc.KIND_RETRIEVER)
+            for d in range(5):
+                span.set_attribute(sc.retrieval_document_attr(d, sc.DOCUMENT_ID), f"x{d}")
+    flush(limited)
+
+    bodies.append(_hostile(f))
+    bodies.append(bodies[0])  # a redelivered export: late spans of closed traces
+    return bodies
+
+
+def _hostile(f: SpanFactory) -> bytes:
+    """Real spans edited into what hostile or broken exporters send."""
+    for i in range(6):
+        _ragmon_trace(f, i)
+    with f.tracer.start_as_current_span("with-event") as span:
+        span.set_attribute(sc.SPAN_KIND, sc.KIND_RETRIEVER)
+        span.add_event(sc.EXCEPTION_EVENT, {sc.EXCEPTION_TYPE: "Timeout"})
+    request: ExportTraceServiceRequest = f.request()
+    f.clear()
+    spans = request.resource_spans[0].scope_spans[0].spans
+    spans[0].trace_id = b"\x01\x02\x03"  # wrong length
+    spans[1].span_id = bytes(8)  # all zero
+    spans[2].parent_span_id = b"\x05" * 5  # wrong length
+    spans[3].end_time_unix_nano = 2**64 - 1  # ends in the year 2554
+    spans[4].start_time_unix_nano = spans[4].end_time_unix_nano + 10**9  # ends before it starts
+    spans[5].parent_span_id = bytes(8)  # all-zero parent: a root
+    spans[10].dropped_attributes_count = 7  # hit the exporter's attribute limit
+    for span in list(spans[6:9]):
+        spans.append(copy.deepcopy(span))  # duplicates
+    odd = spans[9]
+    for attr in odd.attributes:
+        if attr.key == sc.RAGMON_PIPELINE:
+            attr.value.int_value = 42  # a pipeline name that is a number
+        if attr.key == sc.SPAN_KIND:
+            attr.value.ClearField("value")  # an empty value
+    odd.attributes.add(key=sc.LLM_MODEL_NAME).value.array_value.values.add().string_value = "listed"
+    odd.attributes.add(key=sc.RAGMON_STAGE).value.kvlist_value.values.add(key="k").value.bool_value = True
+    return request.SerializeToString()
+
+
+@pytest.fixture(scope="module")
+def bodies() -> list[bytes]:
+    return _bodies()
+
+
+# --- running an agent ------------------------------------------------------------------------
+async def _run(bodies: list[bytes], settings: Mapping[str, Any], *, fast: bool) -> tuple[list[str], list[str]]:
+    config = load_agent_config({"receiver_port": 0, "metrics_port": 0, "judge_concurrency": 1,
+                                "trace_timeout_s": 60.0, **settings, "fast_path": fast}, environ={})
+    registry = CollectorRegistry()
+    judge = StaticJudge(SCORES)
+    agent = Agent(config, registry=registry, judge=judge)
+    await agent.start()
+    try:
+        assert (agent.latency_only is not None) == (fast and settings.get("sample_rate", 1.0) < 1.0)
+        async with httpx.AsyncClient() as client:
+            for body in bodies:
+                reply = await client.post(f"http://127.0.0.1:{agent.receiver_port}/v1/traces",
+                                          content=body, headers=PROTOBUF)
+                assert reply.status_code == 200, reply.text
+    finally:
+        await agent.stop()
+    return _exposition(registry), sorted(judge.seen)
+
+
+def _exposition(registry: CollectorRegistry) -> list[str]:
+    noisy = ("_created", "ragmon_judge_duration_seconds")  # wall-clock values
+    return [line for line in generate_latest(registry).decode().splitlines()
+            if not line.startswith("#") and not any(n in line for n in noisy)]
+
+
+def _value(lines: list[str], prefix: str) -> float:
+    return sum(float(line.rsplit(" ", 1)[1]) for line in lines if line.startswith(prefix))
+
+
+CONFIGS = {
+    "rate 0": {"sample_rate": 0.0},
+    "rate 0.5, per-pipeline rates": {"sample_rate": 0.5, "pipeline_sample_rates": {"faq": 0.2, "split": 0.9}},
+    "all priority rules, pipeline attribute and renames": {
+        "sample_rate": 0.1, "priority_slow_retrieval_s": 0.0005, "priority_min_top_score": 0.5,
+        "pipeline_attribute": "app.flow", "pipeline_rename": {"flow-(.*)": r"renamed-\1", "sea.*": "s"},
+    },
+    "no priority rules": {"sample_rate": 0.2, "priority_errors": False, "priority_feedback": False},
+    "power-based rates": {"sample_rate": 0.0, "detect_drop": 0.1, "detect_max_rate": 0.3},
+    "small trace bounds": {"sample_rate": 0.0, "max_open_traces": 1, "max_spans_per_trace": 2},
+}
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+async def test_fast_path_gives_the_full_paths_metrics_and_accounting(bodies: list[bytes], name: str) -> None:
+    settings = CONFIGS[name]
+    full, judged_full = await _run(bodies, settings, fast=False)
+    fast, judged_fast = await _run(bodies, settings, fast=True)
+    assert fast == full
+    assert judged_fast == judged_full
+    # the corpus does reach the interesting branches
+    assert _value(full, "ragmon_traces_received_total") > 50
+    assert _value(full, 'ragmon_traces_skipped_total{pipeline="_not_rag"') > 0
+    assert _value(full, 'ragmon_dropped_total{reason="malformed_span"}') == 3
+    assert _value(full, "ragmon_spans_attribute_limit_hit_total") > 0
+    assert _value(full, "ragmon_traces_incomplete_total") > 0  # the orphan
+    if name == "rate 0":
+        assert judged_full  # errors and negative feedback are judged at rate 0
+        assert _value(full, 'ragmon_dropped_total{reason="late_span"}') > 0  # the redelivered export
+    if name == "small trace bounds":
+        assert _value(full, 'ragmon_dropped_total{reason="open_traces_limit"}') > 0
+        assert _value(full, 'ragmon_dropped_total{reason="spans_per_trace_limit"}') > 0
+
+
+# --- the decoder -----------------------------------------------------------------------------
+def _records(batch_spans: list[SpanRecord | LightSpan]) -> Iterator[SpanRecord]:
+    for span in batch_spans:
+        yield span.to_record() if isinstance(span, LightSpan) else span
+
+
+def test_light_decode_reads_plain_spans_lightly_and_content_in_full(bodies: list[bytes]) -> None:
+    latency_only = LatencyOnly(0.0, latency_keys())
+    for body in bodies:
+        full = decode_export_request(body, content_type="application/x-protobuf")
+        light = decode_export_request(body, content_type="application/x-protobuf", latency_only=latency_only)
+        # the same spans, rejections and messages; a light span decodes to the same record
+        assert (light.rejected_spans, light.errors) == (full.rejected_spans, full.errors)
+        assert list(_records(list(light.spans))) == full.spans
+        for span in light.spans:
+            if isinstance(span, LightSpan):
+                assert set(span.attributes) <= latency_keys() | {
+                    k for k in span.attributes if k.startswith(sc.RETRIEVAL_DOCUMENTS_PREFIX)
+                    or k.startswith(sc.RERANKER_OUTPUT_DOCUMENTS_PREFIX)}
+                assert "http.route" not in span.attributes and "db.system" not in span.attributes
+            else:  # decoded in full: it carries content, feedback or events
+                assert (span.events or sc.RAGMON_FEEDBACK in span.attributes or sc.INPUT_VALUE in span.attributes
+                        or sc.OUTPUT_VALUE in span.attributes
+                        or any(k.endswith(sc.DOCUMENT_CONTENT) for k in span.attributes)), span
+    first = decode_export_request(bodies[0], content_type="application/x-protobuf", latency_only=latency_only)
+    assert sum(isinstance(s, LightSpan) for s in first.spans) > len(first.spans) // 2
+
+
+def test_traces_inside_the_judging_bound_are_decoded_in_full(bodies: list[bytes]) -> None:
+    everything = decode_export_request(bodies[0], content_type="application/x-protobuf",
+                                       latency_only=LatencyOnly(1.0, latency_keys()))
+    assert not any(isinstance(s, LightSpan) for s in everything.spans)
+    half = decode_export_request(bodies[0], content_type="application/x-protobuf",
+                                 latency_only=LatencyOnly(0.5, latency_keys()))
+    kinds = {}
+    for span in half.spans:
+        kinds.setdefault(span.trace_id, set()).add(isinstance(span, LightSpan))
+    assert any(True in k for k in kinds.values()) and any(k == {False} for k in kinds.values())
