@@ -179,6 +179,18 @@ def start_server(args: argparse.Namespace) -> tuple[subprocess.Popen[bytes], str
 
 
 # --- the run ------------------------------------------------------------------------------
+def build_judges(args: argparse.Namespace, base_url: str, modes: list[str]) -> dict[str, LlmJudge]:
+    """One judge per mode, one call at a time, no cache and one retry: every row is a fresh measurement."""
+    return {
+        mode: LlmJudge(
+            base_url=base_url, model=args.model, api_key=os.environ.get("RAGMON_JUDGE_API_KEY"), mode=mode,
+            timeout_s=args.timeout_s, max_retries=1, cache_size=0, concurrency=1,
+            max_input_tokens=args.max_input_tokens, max_completion_tokens=args.max_completion_tokens,
+        )
+        for mode in modes
+    }
+
+
 async def run(args: argparse.Namespace, base_url: str) -> list[dict[str, Any]]:
     out = Path(args.out)
     done: list[dict[str, Any]] = []
@@ -187,14 +199,7 @@ async def run(args: argparse.Namespace, base_url: str) -> list[dict[str, Any]]:
         done = [r for r in done if r.get("prompt") == prompt_version(r["mode"])]
     seen = {(r["id"], r["mode"]) for r in done}
     modes = [m for m in args.modes.split(",") if m]
-    judges = {
-        mode: LlmJudge(
-            base_url=base_url, model=args.model, api_key=os.environ.get("RAGMON_JUDGE_API_KEY"), mode=mode,
-            timeout_s=args.timeout_s, max_retries=1, cache_size=0, concurrency=1,
-            max_input_tokens=args.max_input_tokens, max_completion_tokens=args.max_completion_tokens,
-        )
-        for mode in modes
-    }
+    judges = build_judges(args, base_url, modes)
     deadline = time.monotonic() + args.time_budget_s if args.time_budget_s else None
     try:
         for row in select_rows(Path(args.data), args.rows):
