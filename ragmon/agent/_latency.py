@@ -18,6 +18,7 @@ from ..ingest.assembler import ClosedTrace
 from ..ingest.extract import ExtractSettings, LatencyTrace, latency_keys
 from ..ingest.otlp_light import LatencyOnly
 from ..sampling import in_sample
+from ..scoring.sampler import is_negative_feedback
 from ..types import RagTrace
 from ._accounting import AccountingMixin
 
@@ -93,8 +94,9 @@ class LatencyOnlyMixin(AccountingMixin):
         if (policy.slow_retrieval_s is not None and lt.retrieval_latency_s is not None
                 and lt.retrieval_latency_s > policy.slow_retrieval_s):
             return True
+        if policy.priority_feedback and is_negative_feedback(lt.feedback):
+            return True
         top = lt.top_retrieval_score
-        # (negative feedback is content: such a trace is never read for latency only)
         return policy.min_top_score is not None and top is not None and top < policy.min_top_score
 
     def _observe_latency(self, service: str, pipeline: str, retrieval_s: float | None, documents: int,

@@ -127,6 +127,10 @@ class TraceStepsMixin(LatencyOnlyMixin, AdmissionMixin):
             self._account(closed)
             return
         self._backlog.put_nowait(closed)
+        if closed.text_truncated:
+            # Counted for judged traces only: the cut bounds what the judge reads; a trace
+            # that is never judged loses nothing (and the latency-only path reads no text).
+            self.metrics.dropped.labels(sc.DROP_TEXT_TRUNCATED).inc()
         self._in_flight[trace.trace_id] = closed
         self._stream[trace.trace_id] = decision.stream
         self.metrics.judge_backlog.set(len(self._in_flight))

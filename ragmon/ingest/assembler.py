@@ -29,13 +29,15 @@ open traces; it is meant for rare events such as a Kafka partition revocation.
 Text handed on is bounded too (``max_text_chars``): the judge's memory grows with the text it
 reads (a single 6 MB document took the local judge past a 768 MiB container limit), so the
 question, the answer and the documents in rank order are cut to that many characters in all
-after extraction (which still sees whole spans), and each cut is counted as ``text_truncated``.
+after extraction (which still sees whole spans). ``ClosedTrace.text_truncated`` says whether
+that happened; the agent counts it as ``text_truncated`` when it hands the trace to the judge.
 
 Spans read for latency only (``otlp_light.LightSpan``: a trace outside the judging sample) are
 held like any other; a trace made of them alone closes with its ``LatencyTrace``
 (``extract.latency_trace``) and builds its ``RagTrace`` only when asked (a priority rule picked it
-for the judge). A trace with any fully decoded span is built in full, its light spans decoded
-then from the protobuf they keep.
+for the judge). A trace with any fully decoded span, or whose latency-only fields depend on its
+text (``latency_trace`` returns None), is built in full, its light spans decoded then from the
+protobuf they keep. ``path_counts`` counts both kinds (``light`` / ``full`` traces, ``light_spans``).
 
 Every closed trace carries the delivery tokens of the submissions that contributed spans, so
 the agent can release (commit) a delivery once all its traces are accounted for. A delivery
@@ -80,15 +82,16 @@ class ClosedTrace:
     delivery ``tokens`` of every submission that had spans of it, and why it closed
     (``reason``: root | timeout | evicted | flush)."""
 
-    __slots__ = ("_build", "_trace", "latency", "reason", "tokens", "trace_id")
+    __slots__ = ("_build", "_trace", "_truncated", "latency", "reason", "tokens", "trace_id")
 
     def __init__(self, trace: RagTrace | None = None, tokens: frozenset[Hashable] = frozenset(),
                  reason: str = REASON_FLUSH, *, trace_id: str | None = None, latency: LatencyTrace | None = None,
-                 build: Callable[[], RagTrace] | None = None) -> None:
+                 build: Callable[[], tuple[RagTrace, bool]] | None = None, text_truncated: bool = False) -> None:
         if trace is None and build is None:
             raise ValueError("ClosedTrace needs a trace or a way to build it")
         self._trace = trace
         self._build = build
+        self._truncated = text_truncated
         self.trace_id: str = trace_id if trace_id is not None else trace.trace_id  # type: ignore[union-attr]
         self.tokens = tokens
         self.reason = reason
@@ -98,8 +101,14 @@ class ClosedTrace:
     def trace(self) -> RagTrace:
         if self._trace is None:
             assert self._build is not None
-            self._trace, self._build = self._build(), None
+            (self._trace, self._truncated), self._build = self._build(), None
         return self._trace
+
+    @property
+    def text_truncated(self) -> bool:
+        """Whether the trace's text was cut to ``max_text_chars`` (builds the trace)."""
+        self.trace  # noqa: B018  # built on first access
+        return self._truncated
 
 
 AnySpan = SpanRecord | LightSpan
@@ -150,6 +159,9 @@ class TraceAssembler:
         self._max_text = max_text_chars
         self._extract = extract_settings  # pipeline naming, document-id keys (None: defaults)
         self.drop_counts: collections.Counter[str] = collections.Counter()
+        # traces closed read for latency only ("light") or built in full ("full"), and the light
+        # spans of the former: what the fast path took (tests and benchmarks read it)
+        self.path_counts: collections.Counter[str] = collections.Counter()
         self._build_failed_logged = False
 
     @property
@@ -260,11 +272,16 @@ class TraceAssembler:
             except Exception:  # the full extraction decides (and keeps what is certain)
                 log.debug("latency-only view of trace %s failed; extracting in full", trace_id, exc_info=True)
             if latency is not None:
+                self.path_counts["light"] += 1
+                self.path_counts["light_spans"] += len(spans)
                 return ClosedTrace(tokens=tokens, reason=reason, trace_id=trace_id, latency=latency,
                                    build=lambda: self._build(trace_id, _records(spans), complete))
-        return ClosedTrace(trace=self._build(trace_id, _records(spans), complete), tokens=tokens, reason=reason)
+        self.path_counts["full"] += 1
+        trace, truncated = self._build(trace_id, _records(spans), complete)
+        return ClosedTrace(trace=trace, tokens=tokens, reason=reason, text_truncated=truncated)
 
-    def _build(self, trace_id: str, spans: list[SpanRecord], complete: bool) -> RagTrace:
+    def _build(self, trace_id: str, spans: list[SpanRecord], complete: bool) -> tuple[RagTrace, bool]:
+        """The ``RagTrace``, and whether its text was cut to ``max_text_chars``."""
         try:
             trace = build_rag_trace(spans, complete=complete, settings=self._extract)
         except Exception:  # extraction must never lose a trace; keep what is certain
@@ -279,13 +296,11 @@ class TraceAssembler:
                 start_time_ns=first.start_time_ns,
                 complete=complete,
                 span_count=len(spans),
-            )
+            ), False
         if self._max_text is None:
-            return trace
+            return trace, False
         bounded = bound_text(trace, self._max_text)
-        if bounded is not trace:
-            self.drop_counts[sc.DROP_TEXT_TRUNCATED] += 1
-        return bounded
+        return bounded, bounded is not trace
 
 
 def bound_text(trace: RagTrace, limit: int) -> RagTrace:

@@ -4,10 +4,12 @@ Sampling is a hash of the trace id, so it is decided before anything else is dec
 whose trace lies outside every judging rate (``LatencyOnly.bound``: the highest rate any pipeline
 can get) becomes a ``LightSpan``: ids, timings, status and only the attributes that decide the
 latency-only fields (``extract.latency_keys``, document ids and scores). Other attributes are
-looked at by key and skipped: no value object, no text copy. A span carrying a content key or an
-event (see ``extract/_latency.py``) is decoded in full instead, exactly as ``otlp.py`` does, and
-its trace then takes the full extraction. A ``LightSpan`` keeps a reference to its protobuf span,
-so a trace that a priority rule picks for the judge is rebuilt in full (``to_record``).
+looked at by key and skipped: no value object, no text copy. Of a *content* key (question,
+answer, messages, document text or metadata: ``extract/_latency.py``) only its presence is
+kept, as its position among the span's attributes, so that the few questions whose answer
+depends on content can read that one value later (``value``); of the events only whether one is
+a ``db.query.result`` (a retriever). A ``LightSpan`` keeps a reference to its protobuf span, so a
+trace that a priority rule picks for the judge is rebuilt in full (``to_record``).
 
 Everything else — id validation, rejected spans and their messages — is ``otlp.py``'s: a span
 that is not plainly valid is handed to the full decoder, which rejects it as before.
@@ -21,6 +23,7 @@ from dataclasses import dataclass, field
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
+from .. import semconv as sc
 from ..sampling import trace_fraction
 from ..types import AttrValue, SpanRecord
 from .extract import (
@@ -28,7 +31,8 @@ from .extract import (
     CONTENT_PREFIXES,
     DOCUMENT_LATENCY_SUFFIXES,
     DOCUMENT_PREFIXES,
-    role_of,
+    declared_role,
+    key_role,
 )
 from .otlp import (
     _FLAG_PARENT_IS_REMOTE,
@@ -46,6 +50,7 @@ __all__ = ["LatencyOnly", "LightBatch", "LightSpan", "convert_request_light"]
 _ZERO_TRACE = bytes(16)
 _ZERO_SPAN = bytes(8)
 _SPAN_OVERHEAD = 300  # as the assembler's estimate for a decoded span
+_NO_CONTENT: Mapping[str, int] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,16 +70,19 @@ class LightSpan:
     """A span read for latency only: what ``SpanRecord`` has, minus all attributes but the
     latency keys, plus the span's role, its trace's sampling fraction and its protobuf span."""
 
-    __slots__ = ("_proto", "_scope", "attributes", "dropped_attributes_count", "end_time_ns", "fraction",
-                 "name", "parent_is_remote", "parent_span_id", "resource", "role", "service_name",
-                 "size", "span_id", "start_time_ns", "status_code", "trace_id")
+    __slots__ = ("_proto", "_record", "_scope", "attributes", "content", "dropped_attributes_count",
+                 "end_time_ns", "fraction", "name", "parent_is_remote", "parent_span_id", "resource",
+                 "retriever_event", "role", "service_name", "size", "span_id", "start_time_ns",
+                 "status_code", "trace_id")
 
-    events = ()  # a span with events is decoded in full
+    events = ()  # only whether one is a retriever's result is kept (retriever_event)
 
     def __init__(self, proto: Span, scope: str, trace_id: str, span_id: str, parent_span_id: str | None,
                  parent_is_remote: bool, fraction: float, attributes: dict[str, AttrValue],
-                 resource: Mapping[str, AttrValue], service_name: str | None) -> None:
+                 resource: Mapping[str, AttrValue], service_name: str | None,
+                 content: Mapping[str, int] = _NO_CONTENT, retriever_event: bool = False) -> None:
         self._proto = proto
+        self._record: SpanRecord | None = None
         self._scope = scope
         self.trace_id = trace_id
         self.span_id = span_id
@@ -89,7 +97,12 @@ class LightSpan:
         self.end_time_ns: int = proto.end_time_unix_nano
         self.status_code = _STATUS_NAMES.get(proto.status.code, "UNSET")
         self.dropped_attributes_count: int = proto.dropped_attributes_count
-        self.role = role_of(attributes)
+        self.content = content  # content key -> position of its (last) occurrence in proto.attributes
+        self.retriever_event = retriever_event
+        role = declared_role(attributes, retriever_event)
+        if role is None and (content or attributes):
+            role = _key_role(proto)
+        self.role = role or None
         # what this span holds: its protobuf message (the assembler bounds buffered bytes)
         self.size = _SPAN_OVERHEAD + len(self.name) + proto.ByteSize()
 
@@ -98,8 +111,35 @@ class LightSpan:
         return max(0, self.end_time_ns - self.start_time_ns) / 1e9
 
     def to_record(self) -> SpanRecord:
-        """The full ``SpanRecord``, exactly as ``otlp.py`` decodes it."""
-        return _convert_span(self._proto, self.resource, self._scope)
+        """The full ``SpanRecord``, exactly as ``otlp.py`` decodes it (made once)."""
+        if self._record is None:
+            self._record = _convert_span(self._proto, self.resource, self._scope)
+        return self._record
+
+    def value(self, key: str) -> AttrValue:
+        """The value of a content key as the full decoder reads it; None when absent."""
+        position = self.content.get(key)
+        if position is None:
+            return None
+        pairs = self._proto.attributes
+        value = _any_value(pairs[position].value, 0)
+        if value is None:  # an empty last occurrence: the full decoder keeps the last set one
+            for pair in reversed(pairs):
+                if pair.key == key:
+                    value = _any_value(pair.value, 0)
+                    if value is not None:
+                        break
+        return value
+
+
+def _key_role(proto: Span) -> str | None:
+    """``role_of``'s data-key fallback: the first key (with a value) that implies a role, in the
+    order the full decoder's attribute dict has them (a key sits where it first had a value)."""
+    for pair in proto.attributes:
+        role = key_role(pair.key)
+        if role is not None and pair.value.WhichOneof("value") is not None:
+            return role
+    return None
 
 
 @dataclass(frozen=True)
@@ -159,26 +199,34 @@ def convert_request_light(request: ExportTraceServiceRequest, latency_only: Late
 def _light_span(span: Span, scope_name: str, trace_id: bytes, trace_hex: str, fraction: float,
                 keys: frozenset[str], resource: Mapping[str, AttrValue],
                 service_name: str | None) -> LightSpan | None:
-    """The span read lightly, or None when it must be decoded in full (odd ids, events, content)."""
+    """The span read lightly, or None when the full decoder must decide (odd ids)."""
     span_id = span.span_id
     parent = span.parent_span_id
     if (len(trace_id) != 16 or trace_id == _ZERO_TRACE or len(span_id) != 8 or span_id == _ZERO_SPAN
-            or (parent and len(parent) != 8) or span.events):
+            or (parent and len(parent) != 8)):
         return None
     attrs: dict[str, AttrValue] = {}
+    content: dict[str, int] | None = None
     # The hot loop: one set lookup per attribute; a value is read only for latency keys (their
-    # common scalar kinds inline: a call per attribute costs as much as the read itself).
+    # common scalar kinds inline: a call per attribute costs as much as the read itself); of a
+    # content key only where it is.
     doc_prefixes, doc_suffixes = DOCUMENT_PREFIXES, DOCUMENT_LATENCY_SUFFIXES
     content_keys, content_prefixes = CONTENT_KEYS, CONTENT_PREFIXES
-    for pair in span.attributes:
+    for position, pair in enumerate(span.attributes):
         key = pair.key
         if key in keys:
             pass
         elif key.startswith(doc_prefixes):
-            if not key.endswith(doc_suffixes):
-                return None  # document text or metadata
+            if not key.endswith(doc_suffixes):  # document text or metadata
+                if content is None:
+                    content = {}
+                content[key] = position
+                continue
         elif key in content_keys or key.startswith(content_prefixes):
-            return None
+            if content is None:
+                content = {}
+            content[key] = position
+            continue
         else:
             continue  # not read by the extraction, or read only for judged traces
         value = pair.value
@@ -191,10 +239,13 @@ def _light_span(span: Span, scope_name: str, trace_id: bytes, trace_hex: str, fr
             converted = _any_value(value, 0)
             if converted is not None:
                 attrs[key] = converted
+    retriever_event = False
+    if span.events:
+        retriever_event = any(event.name == sc.DB_QUERY_RESULT_EVENT for event in span.events)
     return LightSpan(
         span, scope_name, trace_hex, span_id.hex(),
         # an all-zero parent id is "no parent" in some exporters (as in otlp._convert_span)
         parent.hex() if parent and parent != _ZERO_SPAN else None,
         bool(parent) and bool(span.flags & _FLAG_PARENT_IS_REMOTE),
-        fraction, attrs, resource, service_name,
+        fraction, attrs, resource, service_name, content or _NO_CONTENT, retriever_event,
     )

@@ -1,14 +1,18 @@
 """The latency-only fast path gives the same metrics and accounting as the full path.
 
-The same OTLP/HTTP bodies (made by the real OpenTelemetry SDK, some of them edited into hostile
-shapes) are posted to two real agents over real HTTP, one with ``fast_path`` on and one with it
-off, under several sampling configurations; the /metrics expositions must be equal line for
-line (creation timestamps and judge timings aside), and the judge must see the same traces.
+The same OTLP/HTTP bodies (made by the real OpenTelemetry SDK and ragmon's own SDK, some of them
+edited into hostile shapes) are posted to two real agents over real HTTP, one with ``fast_path``
+on and one with it off, under several sampling configurations; the /metrics expositions must be
+equal line for line (creation timestamps and judge timings aside), and the judge must see the
+same traces. Text-bearing traffic (the SDK's default, OpenInference, GenAI, LangChain/OpenLLMetry
+shapes) must take the light path too: the assembler's ``path_counts`` tell.
 """
 
 from __future__ import annotations
 
 import copy
+import json
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -16,14 +20,18 @@ import httpx
 import pytest
 from opentelemetry import trace as otel_trace
 from opentelemetry.context import Context
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import NonRecordingSpan, SpanContext, Status, StatusCode, TraceFlags
 from prometheus_client import CollectorRegistry, generate_latest
 
+import ragmon
 from ragmon import semconv as sc
 from ragmon.agent import Agent
 from ragmon.config import load_agent_config
-from ragmon.ingest.extract import latency_keys
+from ragmon.ingest.extract import CONTENT_KEYS, CONTENT_PREFIXES, latency_keys, role_of
 from ragmon.ingest.otlp import decode_export_request
 from ragmon.ingest.otlp_light import LatencyOnly, LightSpan
 from ragmon.testing import StaticJudge
@@ -123,6 +131,160 @@ def _not_rag(f: SpanFactory) -> None:
             span.set_status(Status(StatusCode.ERROR))  # an error outside any RAG span
 
 
+# --- text-bearing traffic: what real instrumentations send by default ---------------------------
+WORDS = ("the", "plan", "includes", "seats", "billing", "support", "export", "audit", "logs", "single",
+         "sign", "on", "api", "access")
+
+
+def _words(n: int, seed: int) -> str:
+    return " ".join(WORDS[(seed * 7 + k * 3) % len(WORDS)] for k in range(n))
+
+
+def _sdk_bodies() -> list[bytes]:
+    """ragmon's own SDK with content on (its default): question, answer, document text."""
+    memory = InMemorySpanExporter()
+    ragmon.init(service_name="sdk-app", exporter="none", span_processor=SimpleSpanProcessor(memory),
+                content_rate=1.0, set_global=False)
+    try:
+        @ragmon.retriever
+        def search(query: str, i: int) -> list[Any]:
+            if i % 4 == 0:  # plain strings: ids are content hashes (two equal ones)
+                return [_words(20, i), _words(20, i), _words(30, i + 1)]
+            if i % 4 == 1:  # ids from metadata (the source), shared by chunks
+                return [{"text": _words(40, d), "metadata": {"source": f"s{d % 2}.md"}} for d in range(4)]
+            return [{"id": f"kb-{(i + d) % 7}", "text": _words(150, d) if d != 2 else "   ",
+                     "score": 0.2 + d / 10} for d in range(5)]
+
+        @ragmon.generator(model="gpt-4o-mini")
+        def answer(query: str, docs: list[Any]) -> str:
+            return _words(40, len(docs))
+
+        @ragmon.pipeline
+        def support(query: str, i: int) -> str:
+            out = answer(query, search(query, i))
+            if i % 5 == 1:
+                ragmon.record_feedback("thumbs_down" if i % 2 else "positive")
+            return out
+
+        @ragmon.pipeline(name="faq")
+        def faq(query: str, i: int) -> str:
+            return answer(query, [])
+
+        ids = []
+        for i in range(12):
+            support(f"question {i} about seats?", i)
+            faq(f"faq {i}?", i)
+            ids.append(ragmon.current_trace_id())
+        ragmon.record_feedback(0, trace_id="ab" * 16)  # a late feedback call: no request
+    finally:
+        ragmon.shutdown()
+    return [encode_spans(memory.get_finished_spans()).SerializeToString()]
+
+
+def _oi_text_trace(f: SpanFactory, i: int) -> None:
+    """OpenInference with text: documents (with ids, and LangChain's without), chat messages,
+    an LLM inside an LLM whose inner span holds the answer, and a query rewrite."""
+    t = f.tracer
+    with t.start_as_current_span("chain") as root:
+        root.set_attribute(sc.SPAN_KIND, sc.KIND_CHAIN)
+        root.set_attribute(sc.INPUT_VALUE, json.dumps({"question": f"q{i}"}))
+        root.set_attribute(sc.OUTPUT_VALUE, f"a{i}")
+        with t.start_as_current_span("rewrite") as span:
+            span.set_attribute(sc.SPAN_KIND, sc.KIND_LLM)
+            span.set_attribute(sc.LLM_MODEL_NAME, "rewriter")
+            span.set_attribute(f"{sc.LLM_OUTPUT_MESSAGES_PREFIX}.0.message.role", "assistant")
+            span.set_attribute(f"{sc.LLM_OUTPUT_MESSAGES_PREFIX}.0.message.content", f"rewritten q{i}")
+        with t.start_as_current_span("retrieve") as span:
+            span.set_attribute(sc.SPAN_KIND, sc.KIND_RETRIEVER)
+            span.set_attribute(sc.INPUT_VALUE, f"q{i}")
+            for d in range(3 + i % 3):
+                if i % 2:  # LangChain's instrumentor: no document.id, the source in the metadata
+                    span.set_attribute(sc.retrieval_document_attr(d, sc.DOCUMENT_METADATA),
+                                       json.dumps({"source": f"f{d % 2}.txt"}))
+                else:
+                    span.set_attribute(sc.retrieval_document_attr(d, sc.DOCUMENT_ID), f"d{d}")
+                    span.set_attribute(sc.retrieval_document_attr(d, sc.DOCUMENT_SCORE), 0.4 + d / 10)
+                span.set_attribute(sc.retrieval_document_attr(d, sc.DOCUMENT_CONTENT), _words(50, d))
+        with t.start_as_current_span("llm") as llm, t.start_as_current_span("openai.chat") as inner:
+            llm.set_attribute(sc.SPAN_KIND, sc.KIND_LLM)
+            llm.set_attribute(sc.LLM_MODEL_NAME, "outer-model")
+            inner.set_attribute(sc.SPAN_KIND, sc.KIND_LLM)
+            inner.set_attribute(sc.LLM_MODEL_NAME, "inner-model")
+            inner.set_attribute(f"{sc.LLM_INPUT_MESSAGES_PREFIX}.0.message.role", "user")
+            inner.set_attribute(f"{sc.LLM_INPUT_MESSAGES_PREFIX}.0.message.content", f"Context: ... q{i}")
+            inner.set_attribute(f"{sc.LLM_OUTPUT_MESSAGES_PREFIX}.0.message.role", "assistant")
+            # an answer that is only blanks is no answer: then the rewrite is the generation
+            inner.set_attribute(f"{sc.LLM_OUTPUT_MESSAGES_PREFIX}.0.message.content", "  " if i % 3 == 2 else f"a{i}")
+
+
+def _genai_text_trace(f: SpanFactory, i: int) -> None:
+    """OTel GenAI: documents as JSON (with text; or ids only, their text in the messages), chat
+    messages; or no retrieval span at all, the contexts in the messages."""
+    t = f.tracer
+    with t.start_as_current_span("invoke_agent") as root:
+        root.set_attribute(sc.GEN_AI_WORKFLOW_NAME, "genai-text")
+        kind = i % 3
+        if kind != 2:
+            with t.start_as_current_span("retrieval") as span:
+                span.set_attribute(sc.GEN_AI_OPERATION_NAME, sc.GEN_AI_OP_RETRIEVAL)
+                docs = [{"id": f"g{d}", "score": 0.5 + d / 10} | ({"content": _words(60, d)} if kind == 0 else {})
+                        for d in range(3)]
+                span.set_attribute(sc.GEN_AI_RETRIEVAL_DOCUMENTS, json.dumps(docs))
+        with t.start_as_current_span("chat") as span:
+            span.set_attribute(sc.GEN_AI_OPERATION_NAME, sc.GEN_AI_OP_CHAT)
+            span.set_attribute(sc.GEN_AI_REQUEST_MODEL, "big")
+            context = "\n".join(f"[g{d}] {_words(30, d)}" for d in range(3))
+            span.set_attribute(sc.GEN_AI_INPUT_MESSAGES, json.dumps(
+                [{"role": "user", "parts": [{"type": "text", "content": f"{context}\nQuestion: q{i}"}]}]))
+            span.set_attribute(sc.GEN_AI_OUTPUT_MESSAGES, json.dumps(
+                [{"role": "assistant", "parts": [{"type": "text", "content": f"a{i}"}]}]))
+
+
+def _openllmetry_text_trace(f: SpanFactory, i: int) -> None:
+    """OpenLLMetry/LangChain: documents as JSON entity output, a vector DB's db.query.result
+    events, completions as gen_ai.prompt/completion attributes."""
+    t = f.tracer
+    with t.start_as_current_span("qa.workflow") as root:
+        root.set_attribute(sc.TRACELOOP_SPAN_KIND, sc.TRACELOOP_KIND_WORKFLOW)
+        root.set_attribute(sc.TRACELOOP_WORKFLOW_NAME, "loop-text")
+        root.set_attribute(sc.TRACELOOP_ENTITY_INPUT, json.dumps({"inputs": {"question": f"q{i}"}}))
+        with t.start_as_current_span("VectorStoreRetriever.task") as span:
+            span.set_attribute(sc.TRACELOOP_ENTITY_NAME, "VectorStoreRetriever.task")
+            docs = [{"lc": 1, "type": "constructor", "kwargs": {"page_content": _words(40, d),
+                                                                 "metadata": {"source": f"p{d}.pdf"}}}
+                    for d in range(2 + i % 2)]
+            span.set_attribute(sc.TRACELOOP_ENTITY_OUTPUT, json.dumps({"outputs": docs}))
+        with t.start_as_current_span("chroma.query") as span:
+            for d in range(2):
+                span.add_event(sc.DB_QUERY_RESULT_EVENT, {sc.DB_QUERY_RESULT_ID: f"c{d}",
+                                                          sc.DB_QUERY_RESULT_DOCUMENT: _words(20, d),
+                                                          sc.DB_QUERY_RESULT_DISTANCE: 0.1 * d})
+        with t.start_as_current_span("openai.chat") as span:
+            span.set_attribute(sc.LLM_REQUEST_TYPE, "chat")
+            span.set_attribute(sc.GEN_AI_RESPONSE_MODEL, "gpt-4o")
+            span.set_attribute(f"{sc.GEN_AI_PROMPT_PREFIX}.0.role", "user")
+            span.set_attribute(f"{sc.GEN_AI_PROMPT_PREFIX}.0.content", f"q{i}")
+            span.set_attribute(f"{sc.GEN_AI_COMPLETION_PREFIX}.0.role", "assistant")
+            span.set_attribute(f"{sc.GEN_AI_COMPLETION_PREFIX}.0.content", f"a{i}")
+            if i % 2:
+                span.set_attribute(sc.RAGMON_FEEDBACK, "bad")
+
+
+def _text_bodies() -> list[bytes]:
+    f = SpanFactory("text-app")
+    for i in range(9):
+        _oi_text_trace(f, i)
+        _genai_text_trace(f, i)
+        _openllmetry_text_trace(f, i)
+    body = f.request().SerializeToString()
+    return [*_sdk_bodies(), body]
+
+
+# traces of the text corpus whose latency-only fields need their text (contexts found in the
+# messages: GenAI ids-only documents, or no retrieval span): extracted in full, by design
+TEXT_FULL_TRACES = 6
+
+
 def _bodies() -> list[bytes]:
     bodies: list[bytes] = []
 
@@ -194,6 +356,7 @@ def _bodies() -> list[bytes]:
 
     bodies.append(_hostile(f))
     bodies.append(bodies[0])  # a redelivered export: late spans of closed traces
+    bodies.extend(_text_bodies())
     return bodies
 
 
@@ -233,7 +396,8 @@ def bodies() -> list[bytes]:
 
 
 # --- running an agent ------------------------------------------------------------------------
-async def _run(bodies: list[bytes], settings: Mapping[str, Any], *, fast: bool) -> tuple[list[str], list[str]]:
+async def _run(bodies: list[bytes], settings: Mapping[str, Any], *,
+               fast: bool) -> tuple[list[str], list[str], Counter[str]]:
     config = load_agent_config({"receiver_port": 0, "metrics_port": 0, "judge_concurrency": 1,
                                 "trace_timeout_s": 60.0, **settings, "fast_path": fast}, environ={})
     registry = CollectorRegistry()
@@ -249,7 +413,7 @@ async def _run(bodies: list[bytes], settings: Mapping[str, Any], *, fast: bool) 
                 assert reply.status_code == 200, reply.text
     finally:
         await agent.stop()
-    return _exposition(registry), sorted(judge.seen)
+    return _exposition(registry), sorted(judge.seen), agent._assembler.path_counts
 
 
 def _exposition(registry: CollectorRegistry) -> list[str]:
@@ -278,10 +442,17 @@ CONFIGS = {
 @pytest.mark.parametrize("name", list(CONFIGS))
 async def test_fast_path_gives_the_full_paths_metrics_and_accounting(bodies: list[bytes], name: str) -> None:
     settings = CONFIGS[name]
-    full, judged_full = await _run(bodies, settings, fast=False)
-    fast, judged_fast = await _run(bodies, settings, fast=True)
+    full, judged_full, full_paths = await _run(bodies, settings, fast=False)
+    fast, judged_fast, fast_paths = await _run(bodies, settings, fast=True)
     assert fast == full
     assert judged_fast == judged_full
+    assert full_paths["light"] == 0
+    if name == "rate 0":
+        # every trace is read lightly but those whose fields need their text
+        assert fast_paths["full"] == TEXT_FULL_TRACES
+        assert fast_paths["light"] == full_paths["full"] - TEXT_FULL_TRACES
+    else:
+        assert fast_paths["light"] > 0
     # the corpus does reach the interesting branches
     assert _value(full, "ragmon_traces_received_total") > 50
     assert _value(full, 'ragmon_traces_skipped_total{pipeline="_not_rag"') > 0
@@ -302,26 +473,32 @@ def _records(batch_spans: list[SpanRecord | LightSpan]) -> Iterator[SpanRecord]:
         yield span.to_record() if isinstance(span, LightSpan) else span
 
 
-def test_light_decode_reads_plain_spans_lightly_and_content_in_full(bodies: list[bytes]) -> None:
+def test_light_decode_reads_every_span_lightly_text_by_presence_only(bodies: list[bytes]) -> None:
     latency_only = LatencyOnly(0.0, latency_keys())
+    doc_prefixes = (sc.RETRIEVAL_DOCUMENTS_PREFIX, sc.RERANKER_OUTPUT_DOCUMENTS_PREFIX)
+    text_spans = 0
     for body in bodies:
         full = decode_export_request(body, content_type="application/x-protobuf")
         light = decode_export_request(body, content_type="application/x-protobuf", latency_only=latency_only)
         # the same spans, rejections and messages; a light span decodes to the same record
         assert (light.rejected_spans, light.errors) == (full.rejected_spans, full.errors)
         assert list(_records(list(light.spans))) == full.spans
-        for span in light.spans:
-            if isinstance(span, LightSpan):
-                assert set(span.attributes) <= latency_keys() | {
-                    k for k in span.attributes if k.startswith(sc.RETRIEVAL_DOCUMENTS_PREFIX)
-                    or k.startswith(sc.RERANKER_OUTPUT_DOCUMENTS_PREFIX)}
-                assert "http.route" not in span.attributes and "db.system" not in span.attributes
-            else:  # decoded in full: it carries content, feedback or events
-                assert (span.events or sc.RAGMON_FEEDBACK in span.attributes or sc.INPUT_VALUE in span.attributes
-                        or sc.OUTPUT_VALUE in span.attributes
-                        or any(k.endswith(sc.DOCUMENT_CONTENT) for k in span.attributes)), span
-    first = decode_export_request(bodies[0], content_type="application/x-protobuf", latency_only=latency_only)
-    assert sum(isinstance(s, LightSpan) for s in first.spans) > len(first.spans) // 2
+        for span, record in zip(light.spans, full.spans, strict=True):
+            assert isinstance(span, LightSpan)  # text, messages, feedback and events included
+            # values read: the latency keys and document ids / scores, never text
+            assert set(span.attributes) <= latency_keys() | {
+                k for k in span.attributes if k.startswith(doc_prefixes)
+                and k.endswith((sc.DOCUMENT_ID, sc.DOCUMENT_SCORE))}
+            assert "http.route" not in span.attributes and "db.system" not in span.attributes
+            # of the content keys only where they are
+            content = {k for k in record.attributes if k in CONTENT_KEYS or k.startswith(CONTENT_PREFIXES)
+                       or (k.startswith(doc_prefixes) and not k.endswith((sc.DOCUMENT_ID, sc.DOCUMENT_SCORE)))}
+            assert set(span.content) == content
+            assert all(span.value(k) == record.attributes[k] for k in content)
+            assert span.role == role_of(record.attributes, record.events)
+            assert span.retriever_event == any(e.name == sc.DB_QUERY_RESULT_EVENT for e in record.events)
+            text_spans += bool(content)
+    assert text_spans > 100
 
 
 def test_traces_inside_the_judging_bound_are_decoded_in_full(bodies: list[bytes]) -> None:

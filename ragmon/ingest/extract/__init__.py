@@ -50,7 +50,8 @@ Pipeline name: ``ragmon.pipeline`` -> ``gen_ai.workflow.name`` -> the configured
 (``ExtractSettings``).
 
 Latency only: ``latency_trace`` gives the fields the agent records for a trace it does not
-judge, with the same rules, from the few attributes that decide them (``_latency``).
+judge, with the same rules, from the few attributes that decide them and the mere presence of
+content keys (``_latency``); None when content would decide them (the full extraction does).
 
 Modules (private; this package's API is ``build_rag_trace``, ``latency_trace``,
 ``ExtractSettings`` and ``content_id``): ``_values`` forgiving converters, ``_text`` question/answer text,
@@ -74,7 +75,7 @@ from ._latency import (
 )
 from ._settings import DEFAULT_SETTINGS, ExtractSettings
 from ._trace import build_rag_trace
-from ._view import role_of
+from ._view import declared_role, key_role, role_of
 
 __all__ = [
     "CONTENT_KEYS",
@@ -88,6 +89,8 @@ __all__ = [
     "LatencyTrace",
     "build_rag_trace",
     "content_id",
+    "declared_role",
+    "key_role",
     "latency_keys",
     "latency_trace",
     "role_of",

@@ -2,20 +2,27 @@
 
 For a trace outside the judging sample the agent needs only a handful of fields: service and
 pipeline, whether it is a RAG request, the retrieval / generation / pipeline latencies, the number
-of retrieved documents, the model and prompt version (release info) and what the priority rules
-read. ``latency_trace`` computes exactly those, with the rules of ``build_rag_trace``, from spans
-that carry only the attributes that can decide them (``LATENCY_KEYS`` and the document id / score
-keys). The decoder (``ingest/otlp_light.py``) reads nothing else of such a span.
+of retrieved documents and the top score, where the contexts came from, the model and prompt
+version (release info), feedback and what the priority rules read. ``latency_trace`` computes
+exactly those, with the rules of ``build_rag_trace``, from spans that carry only the attributes
+that can decide them (``LATENCY_KEYS`` and the document id / score keys) plus where their content
+keys are. The decoder (``ingest/otlp_light.py``) reads nothing else of such a span.
 
 The contract that keeps both paths equal: an attribute the extraction reads is either
 
 * a *latency key* — read by the decoder and used here with the same converters and precedence;
-* a *content key* (``CONTENT_KEYS``, ``CONTENT_PREFIXES``, document text or metadata, any span
-  event) — it can change the outcome (contexts source, document ids derived from text, which
-  generator produced the answer, feedback): a span carrying one is decoded in full and its trace
-  takes ``build_rag_trace``;
-* or irrelevant to the fields above (session and user ids, tags, error.type, ...): only the
-  judge and the trace inspector read those, and a judged trace is always rebuilt in full.
+* a *content key* (``CONTENT_KEYS``, ``CONTENT_PREFIXES``, document text or metadata) — only its
+  presence is known. Presence alone decides most questions: no output key, no answer; no message
+  key, no messages; a document with its own id keeps it whatever its text. Where presence is not
+  enough the span's value is read then, with the full path's own readers, and for that span only:
+  whether a document's text is blank (the first one usually settles ``contexts_source``), the
+  documents of a span whose ids come from metadata or text, or from JSON (LangChain, OpenLLMetry,
+  GenAI ``gen_ai.retrieval.documents``) or ``db.query.result`` events; which generator produced
+  the answer when there are several; the best of several document-bearing spans of one group.
+  Where the answer would need the whole trace's text (contexts recovered from the chat's messages)
+  ``latency_trace`` returns None and the trace is extracted in full;
+* or irrelevant to the fields above (the question, session and user ids, tags, error.type, ...):
+  only the judge and the trace inspector read those, and a judged trace is always rebuilt in full.
 
 tests/ingest/test_fast_path.py runs the same OTLP bytes through both paths and compares the
 agent's metrics and accounting.
@@ -29,10 +36,13 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ... import semconv as sc
-from ...types import AttrValue
+from ...types import AttrValue, SpanRecord
+from ._documents import reranker_documents, span_documents
+from ._messages import generator_output
 from ._settings import DEFAULT_SETTINGS, ExtractSettings
+from ._trace import best_documents
 from ._values import indexed_fields, to_float, to_id, to_str
-from ._view import ROLE_GENERATOR, ROLE_PIPELINE, ROLE_RERANKER, ROLE_RETRIEVER
+from ._view import ROLE_GENERATOR, ROLE_PIPELINE, ROLE_RERANKER, ROLE_RETRIEVER, Group
 
 #: Attributes whose values decide the latency-only fields (the configured pipeline attribute
 #: comes on top, see ``latency_keys``).
@@ -42,25 +52,30 @@ LATENCY_KEYS: frozenset[str] = frozenset({
     sc.RAGMON_PIPELINE, sc.GEN_AI_WORKFLOW_NAME, sc.TRACELOOP_WORKFLOW_NAME,  # pipeline name
     sc.LLM_MODEL_NAME, sc.GEN_AI_RESPONSE_MODEL, sc.GEN_AI_REQUEST_MODEL,  # release info
     sc.LLM_PROMPT_TEMPLATE_VERSION,
+    sc.RAGMON_FEEDBACK,  # counted per span, a priority rule, and a feedback span names no request
 })
 #: Flattened document attributes: only ``{prefix}.{i}.document.id`` and ``.score`` are latency
 #: keys; any other field under these prefixes (text, metadata) is content.
 DOCUMENT_PREFIXES: tuple[str, ...] = (sc.RETRIEVAL_DOCUMENTS_PREFIX + ".", sc.RERANKER_OUTPUT_DOCUMENTS_PREFIX + ".")
 DOCUMENT_LATENCY_SUFFIXES: tuple[str, ...] = ("." + sc.DOCUMENT_ID, "." + sc.DOCUMENT_SCORE)
-#: Attributes that can change the latency-only fields through their text: decode in full.
+#: Attributes whose text can change the latency-only fields: the decoder keeps where they are.
 CONTENT_KEYS: frozenset[str] = frozenset({
     sc.OUTPUT_VALUE, sc.TRACELOOP_ENTITY_OUTPUT,  # generator output, documents as JSON
     sc.GEN_AI_RETRIEVAL_DOCUMENTS, sc.GEN_AI_OUTPUT_MESSAGES,
     sc.GEN_AI_INPUT_MESSAGES, sc.GEN_AI_SYSTEM_INSTRUCTIONS,  # contexts found in messages
-    sc.RAGMON_FEEDBACK,  # counted per span, and a priority rule
-    # the question: only its length matters here (text over max_text_chars is cut and counted
-    # as dropped{text_truncated} for every trace), but its length is its text
-    sc.INPUT_VALUE, sc.TRACELOOP_ENTITY_INPUT, sc.GEN_AI_RETRIEVAL_QUERY_TEXT, sc.RERANKER_QUERY,
 })
 CONTENT_PREFIXES: tuple[str, ...] = (
     sc.LLM_INPUT_MESSAGES_PREFIX + ".", sc.LLM_OUTPUT_MESSAGES_PREFIX + ".",
     sc.GEN_AI_PROMPT_PREFIX + ".", sc.GEN_AI_COMPLETION_PREFIX + ".",
 )
+# what generator_output reads (no such key: no answer) ...
+_OUTPUT_KEYS = (sc.OUTPUT_VALUE, sc.TRACELOOP_ENTITY_OUTPUT, sc.GEN_AI_OUTPUT_MESSAGES)
+_OUTPUT_PREFIXES = (sc.LLM_OUTPUT_MESSAGES_PREFIX + ".", sc.GEN_AI_COMPLETION_PREFIX + ".")
+# ... what input_messages reads (no such key: no messages) ...
+_MESSAGE_KEYS = (sc.GEN_AI_INPUT_MESSAGES, sc.GEN_AI_SYSTEM_INSTRUCTIONS)
+_MESSAGE_PREFIXES = (sc.LLM_INPUT_MESSAGES_PREFIX + ".", sc.GEN_AI_PROMPT_PREFIX + ".")
+# ... and span_documents after the flattened documents
+_DOCUMENT_KEYS = (sc.GEN_AI_RETRIEVAL_DOCUMENTS, sc.TRACELOOP_ENTITY_OUTPUT, sc.OUTPUT_VALUE)
 
 
 def latency_keys(settings: ExtractSettings | None = None) -> frozenset[str]:
@@ -93,7 +108,13 @@ class LatencySpan(Protocol):
     @property
     def service_name(self) -> str | None: ...
     @property
-    def role(self) -> str | None: ...  # role_of(attributes), computed once by the decoder
+    def role(self) -> str | None: ...  # role_of(...), computed once by the decoder
+    @property
+    def content(self) -> Mapping[str, int]: ...  # content keys present (-> where)
+    @property
+    def retriever_event(self) -> bool: ...  # holds a db.query.result event
+    def value(self, key: str) -> AttrValue: ...  # a content key's value, read now
+    def to_record(self) -> SpanRecord: ...  # the span decoded in full, read now
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +135,8 @@ class LatencyTrace:
     has_error: bool  # some span ended in error (the priority rule reads only RAG spans: it asks the full path)
     model: str | None
     prompt_version: str | None
-    contexts_source: str = sc.CONTEXTS_NONE  # no text was read, so no context either
+    contexts_source: str = sc.CONTEXTS_NONE
+    feedback: AttrValue = None  # attributes["ragmon.feedback"] of the full trace
 
 
 class _Group:
@@ -125,10 +147,31 @@ class _Group:
         self.members: list[LatencySpan] = []
 
 
+class _Doc:
+    """A document's id and score, and whether it has text: known (``text``), or read when asked
+    from the content key of ``span`` (``key``; None: no text)."""
+
+    __slots__ = ("id", "key", "score", "span", "text")
+
+    def __init__(self, doc_id: str, score: float | None, span: LatencySpan | None = None,
+                 key: str | None = None, text: bool | None = None) -> None:
+        self.id = doc_id
+        self.score = score
+        self.span = span
+        self.key = key
+        self.text = text
+
+    def has_text(self) -> bool:
+        if self.text is None:
+            self.text = self.key is not None and self.span is not None and to_str(self.span.value(self.key)) is not None
+        return self.text
+
+
 def latency_trace(trace_id: str, spans: Sequence[LatencySpan], *, complete: bool,
-                  settings: ExtractSettings | None = None) -> LatencyTrace:
-    """The latency-only fields of one trace; the same values ``build_rag_trace`` gives for spans
-    without content keys (see the module doc). Mirrors ``TraceView`` and ``build_rag_trace``."""
+                  settings: ExtractSettings | None = None) -> LatencyTrace | None:
+    """The latency-only fields of one trace: the same values ``build_rag_trace`` gives (see the
+    module doc); None when they depend on text that only the full extraction reads. Mirrors
+    ``TraceView`` and ``build_rag_trace``."""
     if not spans:
         raise ValueError("latency_trace needs at least one span")
     settings = settings or DEFAULT_SETTINGS
@@ -141,6 +184,7 @@ def latency_trace(trace_id: str, spans: Sequence[LatencySpan], *, complete: bool
     groups: dict[str, dict[str, _Group]] = {ROLE_RETRIEVER: {}, ROLE_RERANKER: {}, ROLE_GENERATOR: {}}
     declares_pipeline = False
     main: LatencySpan | None = None
+    feedback_spans: list[LatencySpan] = []
     for span in ordered:
         role = span.role
         if role == ROLE_PIPELINE:
@@ -158,20 +202,36 @@ def latency_trace(trace_id: str, spans: Sequence[LatencySpan], *, complete: bool
         attrs = span.attributes
         if main is None and _text(attrs, sc.RAGMON_STAGE) == sc.STAGE_PIPELINE:
             main = span
-        if not declares_pipeline and _text(attrs, sc.RAGMON_PIPELINE):
-            declares_pipeline = True  # (a feedback span also names it, but feedback is content)
+        if sc.RAGMON_FEEDBACK in attrs:
+            feedback_spans.append(span)  # (a late feedback span names the pipeline, and is no request)
+        elif not declares_pipeline and _text(attrs, sc.RAGMON_PIPELINE):
+            declares_pipeline = True
     retrievers = _sorted_groups(groups[ROLE_RETRIEVER])
     rerankers = _sorted_groups(groups[ROLE_RERANKER])
     generators = _sorted_groups(groups[ROLE_GENERATOR])
 
-    documents = _documents(retrievers, rerankers)
+    documents = _documents(retrievers, rerankers, settings.doc_id_keys)
     heads = [g.head for g in retrievers + rerankers]
-    generator = max(generators, key=lambda g: g.head.end_time_ns).head if generators else None
+    generator, generator_data = _choose_generator(generators)
+    # contexts: the documents' own text, else what the chat's messages hold (full extraction)
+    messages = generator is not None and generator_data is not None and any(
+        _has(s, _MESSAGE_KEYS, _MESSAGE_PREFIXES) for s in [generator_data, *generator.members])
+    if documents:
+        if any(d.has_text() for d in documents):
+            contexts_source = sc.CONTEXTS_RETRIEVAL
+        elif messages:
+            return None
+        else:
+            contexts_source = sc.CONTEXTS_NONE
+    elif messages and not retrievers:
+        return None
+    else:
+        contexts_source = sc.CONTEXTS_NONE
     main = main or root
     depth = _Depth(by_id)
     model = to_str(_first_attr(ordered, depth, (sc.LLM_MODEL_NAME, sc.GEN_AI_RESPONSE_MODEL,
-                                                sc.GEN_AI_REQUEST_MODEL), prefer=generator))
-    scores = [score for _, score in documents if score is not None]
+                                                sc.GEN_AI_REQUEST_MODEL), prefer=generator_data))
+    scores = [d.score for d in documents if d.score is not None]
     return LatencyTrace(
         trace_id=trace_id,
         service=_service(root or main, ordered),
@@ -179,14 +239,45 @@ def latency_trace(trace_id: str, spans: Sequence[LatencySpan], *, complete: bool
         complete=complete,
         not_rag=not (retrievers or rerankers or generators or documents or declares_pipeline),
         retrieval_latency_s=_envelope_s(heads) if heads else None,
-        generation_latency_s=_duration_s(generator) if generator is not None else None,
+        generation_latency_s=_duration_s(generator.head) if generator is not None else None,
         pipeline_latency_s=_duration_s(main) if main is not None else _envelope_s(ordered),
         document_count=len(documents),
         top_retrieval_score=max(scores) if scores else None,
         has_error=any(s.status_code == "ERROR" for s in ordered),
         model=model if model is not None and model.lower() != sc.UNKNOWN_LABEL else None,
         prompt_version=to_str(_first_attr(ordered, depth, (sc.LLM_PROMPT_TEMPLATE_VERSION,))),
+        contexts_source=contexts_source,
+        feedback=_feedback(feedback_spans),
     )
+
+
+def _has(span: LatencySpan, keys: tuple[str, ...], prefixes: tuple[str, ...]) -> bool:
+    content = span.content
+    return bool(content) and (any(k in content for k in keys) or any(k.startswith(prefixes) for k in content))
+
+
+def _feedback(spans: list[LatencySpan]) -> AttrValue:
+    """``_trace_attributes``' feedback: the latest-ending span's usable value."""
+    for span in sorted(spans, key=lambda s: s.end_time_ns, reverse=True):
+        value = span.attributes.get(sc.RAGMON_FEEDBACK)
+        if isinstance(value, str | int | float) and not isinstance(value, bool):
+            return None if value == "" else value
+    return None
+
+
+def _choose_generator(groups: list[_Group]) -> tuple[_Group | None, LatencySpan | None]:
+    """``_trace._choose_generator``: the last-ending group that produced text, and its member
+    holding the text. Whether a span produced text is read only when the choice depends on it."""
+    if not groups:
+        return None, None
+    if len(groups) == 1 and len(groups[0].members) == 1:
+        return groups[0], groups[0].head  # chosen whether or not it produced text
+    for group in sorted(groups, key=lambda g: g.head.end_time_ns, reverse=True):
+        for member in sorted(group.members, key=lambda s: s.end_time_ns, reverse=True):
+            if _has(member, _OUTPUT_KEYS, _OUTPUT_PREFIXES) and generator_output(member.to_record()):
+                return group, member
+    last = max(groups, key=lambda g: g.head.end_time_ns)
+    return last, last.head
 
 
 def _start_end(span: LatencySpan) -> tuple[int, int]:
@@ -224,23 +315,22 @@ def _sorted_groups(groups: dict[str, _Group]) -> list[_Group]:
     return sorted(groups.values(), key=lambda g: g.head.start_time_ns) if len(groups) > 1 else list(groups.values())
 
 
-def _documents(retrievers: list[_Group], rerankers: list[_Group]) -> list[tuple[str, float | None]]:
-    """``_retrieval_documents`` for spans whose documents carry ids and scores only: the (id,
-    score) pairs after ``dedupe_and_rank``."""
-    found: list[tuple[str, float | None]] = []
+def _documents(retrievers: list[_Group], rerankers: list[_Group], keys: Sequence[str]) -> list[_Doc]:
+    """``_retrieval_documents``' documents after ``dedupe_and_rank``, as ``_Doc``s."""
+    found: list[_Doc] = []
     for group in retrievers:
-        found.extend(_best(group, _RETRIEVAL_PREFIX, None))
+        found.extend(_best(group, False, keys))
     for group in rerankers:
-        reranked = _best(group, _RERANKER_PREFIX, _RETRIEVAL_PREFIX)
+        reranked = _best(group, True, keys)
         if reranked:
             found = reranked
     if len(found) < 2:
         return found
     seen: set[str] = set()
-    unique: list[tuple[str, float | None]] = []
+    unique: list[_Doc] = []
     for doc in found:
-        if doc[0] not in seen:
-            seen.add(doc[0])
+        if doc.id not in seen:
+            seen.add(doc.id)
             unique.append(doc)
     return unique
 
@@ -248,35 +338,69 @@ def _documents(retrievers: list[_Group], rerankers: list[_Group]) -> list[tuple[
 _RETRIEVAL_PREFIX = sc.RETRIEVAL_DOCUMENTS_PREFIX + "."
 _RERANKER_PREFIX = sc.RERANKER_OUTPUT_DOCUMENTS_PREFIX + "."
 _FIELD_PREFIX = "document."
+_CONTENT_FIELD = sc.DOCUMENT_CONTENT
 
 
-def _best(group: _Group, prefix: str, fallback: str | None) -> list[tuple[str, float | None]]:
-    """``_best_documents``: most documents, then most scores (no text here, so no other key differs)."""
-    best: list[tuple[str, float | None]] = []
-    best_key = (-1, -1)
+def _best(group: _Group, reranker: bool, keys: Sequence[str]) -> list[_Doc]:
+    """``best_documents``: the member holding the most documents. With one such member that
+    is it; with several the full key (texts, scores, the store's own ids) decides, read in full."""
+    best: list[_Doc] = []
+    found = 0
     for span in group.members:
-        docs = _flattened(span.attributes, prefix)
-        if not docs and fallback is not None:
-            docs = _flattened(span.attributes, fallback)
-        if not docs:
-            continue
-        key = (len(docs), sum(score is not None for _, score in docs))
-        if key > best_key:
-            best, best_key = docs, key
-    return best
+        docs = _span_documents(span, reranker, keys)
+        if docs:
+            found += 1
+            best = docs
+    if found < 2:
+        return best
+    records = [m.to_record() for m in group.members]
+    reader = reranker_documents if reranker else span_documents
+    chosen, _ = best_documents(Group(records[0], records), lambda r: reader(r, keys))
+    return [_Doc(d.id, d.score, text=d.content is not None) for d in chosen]
 
 
-def _flattened(attrs: Mapping[str, AttrValue], prefix: str) -> list[tuple[str, float | None]]:
-    """``_documents._flattened_documents`` without text or metadata: a document is its id (else
-    skipped: an id from metadata or from the text needs those) and its score, in index order."""
-    fields = indexed_fields(attrs, prefix, _FIELD_PREFIX)
-    docs: list[tuple[str, float | None]] = []
+def _span_documents(span: LatencySpan, reranker: bool, keys: Sequence[str]) -> list[_Doc]:
+    """``span_documents`` (``reranker_documents``): flattened documents with their own ids are
+    read here; any other source (ids from metadata or text, JSON, events) by the full reader."""
+    for prefix in (_RERANKER_PREFIX, _RETRIEVAL_PREFIX) if reranker else (_RETRIEVAL_PREFIX,):
+        docs = _flattened(span, prefix)
+        if docs is None:
+            break
+        if docs:
+            return docs
+    else:
+        if not (span.retriever_event or any(k in span.content for k in _DOCUMENT_KEYS)):
+            return []
+    record = span.to_record()
+    full = reranker_documents(record, keys) if reranker else span_documents(record, keys)
+    return [_Doc(d.id, d.score, text=d.content is not None) for d in full]
+
+
+def _flattened(span: LatencySpan, prefix: str) -> list[_Doc] | None:
+    """``_documents._flattened_documents`` for documents with ids of their own (None when one
+    has none: its id would come from its metadata or text), in index order."""
+    fields = indexed_fields(span.attributes, prefix, _FIELD_PREFIX)
+    texts: dict[int, str] = {}
+    if span.content:
+        for index, found in indexed_fields(_keys_of(span.content), prefix, _FIELD_PREFIX).items():
+            if index not in fields:
+                return None  # text or metadata but no id
+            key = found.get(_CONTENT_FIELD)
+            if key is not None:
+                texts[index] = key
+    docs: list[_Doc] = []
     for index in sorted(fields):
         f = fields[index]
         doc_id = to_id(f.get(sc.DOCUMENT_ID))
-        if doc_id is not None:
-            docs.append((doc_id, to_float(f.get(sc.DOCUMENT_SCORE))))
+        if doc_id is None:
+            return None
+        docs.append(_Doc(doc_id, to_float(f.get(sc.DOCUMENT_SCORE)), span, texts.get(index)))
     return docs
+
+
+def _keys_of(content: Mapping[str, int]) -> dict[str, str]:
+    """Each content key as its own value (``indexed_fields`` then says which key holds a field)."""
+    return {key: key for key in content}
 
 
 def _first_attr(ordered: Sequence[LatencySpan], depth: _Depth, keys: tuple[str, ...],

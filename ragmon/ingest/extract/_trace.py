@@ -115,7 +115,7 @@ def _retrieval_documents(
     query: str | None = None
     found: list[Document] = []
     for group in retriever_groups:
-        docs, data_span = _best_documents(group, partial(span_documents, keys=keys))
+        docs, data_span = best_documents(group, partial(span_documents, keys=keys))
         found.extend(docs)
         if query is None:
             for span in ([data_span] if data_span else []) + group.members:
@@ -123,7 +123,7 @@ def _retrieval_documents(
                 if query:
                     break
     for group in reranker_groups:
-        reranked, data_span = _best_documents(group, partial(reranker_documents, keys=keys))
+        reranked, data_span = best_documents(group, partial(reranker_documents, keys=keys))
         if reranked:
             found = reranked  # what the generator actually saw
         if query is None and data_span is not None:
@@ -131,7 +131,7 @@ def _retrieval_documents(
     return dedupe_and_rank(found), query
 
 
-def _best_documents(
+def best_documents(
     group: Group, reader: Callable[[SpanRecord], list[Document]]
 ) -> tuple[list[Document], SpanRecord | None]:
     best: list[Document] = []

@@ -53,32 +53,50 @@ def _span_role(span: SpanRecord) -> str | None:
 
 
 def role_of(attrs: Mapping[str, AttrValue], events: Sequence[SpanEvent] = ()) -> str | None:
-    """A span's role from its attributes and events (the latency-only path calls this too)."""
+    """A span's role from its attributes and events."""
+    role = declared_role(attrs, any(e.name == sc.DB_QUERY_RESULT_EVENT for e in events))
+    if role is not None:
+        return role or None
+    # The SDK's attribute limit evicts the *oldest* attributes, often the span kind itself:
+    # fall back on the data keys that only those span kinds carry.
+    for key in attrs:
+        role = key_role(key)
+        if role is not None:
+            return role
+    return None
+
+
+def declared_role(attrs: Mapping[str, AttrValue], retriever_event: bool) -> str | None:
+    """``role_of`` without the data-key fallback (the latency-only decoder finds that one in
+    the order the keys come: ``key_role``); ``retriever_event``: a ``db.query.result`` event.
+    ``""``: the span kind says it has no stage role (CHAIN, EMBEDDING ...: no fallback either)."""
     stage = to_str(attrs.get(sc.RAGMON_STAGE))
     if stage in _STAGE_ROLES:
         return _STAGE_ROLES[stage]
     kind = to_str(attrs.get(sc.SPAN_KIND))
     if kind is not None:
-        return _OI_KIND_ROLES.get(kind.upper())  # CHAIN, EMBEDDING, TOOL...: no stage role
+        return _OI_KIND_ROLES.get(kind.upper(), "")  # CHAIN, EMBEDDING, TOOL...: no stage role
     op = to_str(attrs.get(sc.GEN_AI_OPERATION_NAME))
     if op in _GEN_AI_OP_ROLES:
         return _GEN_AI_OP_ROLES[op]
     if to_str(attrs.get(sc.LLM_REQUEST_TYPE)) in _LLM_REQUEST_TYPES:
         return ROLE_GENERATOR
-    if any(e.name == sc.DB_QUERY_RESULT_EVENT for e in events):
+    if retriever_event:
         return ROLE_RETRIEVER
     entity = to_str(attrs.get(sc.TRACELOOP_ENTITY_NAME))
     if entity is not None and entity.endswith(_TRACELOOP_RETRIEVER_SUFFIXES):
         return ROLE_RETRIEVER
-    # The SDK's attribute limit evicts the *oldest* attributes, often the span kind itself:
-    # fall back on the data keys that only those span kinds carry.
-    for key in attrs:
-        if key.startswith(_RETRIEVER_KEY_PREFIX):
-            return ROLE_RETRIEVER
-        if key.startswith(_RERANKER_KEY_PREFIX):
-            return ROLE_RERANKER
-        if key.startswith(_LLM_KEY_PREFIX) or key == sc.GEN_AI_OUTPUT_MESSAGES:
-            return ROLE_GENERATOR
+    return None
+
+
+def key_role(key: str) -> str | None:
+    """The role a data key implies on a span that declares none (see ``role_of``)."""
+    if key.startswith(_RETRIEVER_KEY_PREFIX):
+        return ROLE_RETRIEVER
+    if key.startswith(_RERANKER_KEY_PREFIX):
+        return ROLE_RERANKER
+    if key.startswith(_LLM_KEY_PREFIX) or key == sc.GEN_AI_OUTPUT_MESSAGES:
+        return ROLE_GENERATOR
     return None
 
 
