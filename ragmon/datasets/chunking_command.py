@@ -53,10 +53,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--overlaps", type=_floats, default=(0.0, 0.5), metavar="0,0.5",
                         help="overlaps: below 1 a fraction of the size, else tokens (default 0,0.5)")
     parser.add_argument("--modes", type=_modes, default=("paragraph",), metavar="paragraph,section",
-                        help="content-aware modes added as extra rows, one per size (default paragraph; "
-                        "'' for none)")
+                        help="content-aware modes added as extra rows, one per size and overlap (overlap = "
+                        "trailing whole sentences up to that many tokens; default paragraph; '' for none)")
     parser.add_argument("--title-prefix", choices=("on", "off", "both"), default="on",
                         help="prefix each chunk with its document's title (default on; both = rows for each)")
+    parser.add_argument("--count-title", choices=("on", "off", "both"), default="off",
+                        help="count the prefixed title's tokens towards the size (default off: the size bounds "
+                        "the span and ids do not depend on titles; both = rows for each)")
     parser.add_argument("--retriever", choices=RETRIEVERS, default="bm25", help="index each configuration with "
                         "BM25 (bm25s) or MiniLM dense search (default bm25)")
     parser.add_argument("--k", type=positive_ints, default=(1, 3, 5, 10), metavar="1,3,5,10",
@@ -71,27 +74,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def configs_from_args(args: argparse.Namespace) -> list[ChunkingConfig]:
-    titles = {"on": (True,), "off": (False,), "both": (True, False)}[args.title_prefix]
+    """Per title setting: the fixed grid (sizes x overlaps), then each content-aware mode over the
+    same grid. Counting the title only applies where a title is prefixed."""
+    choices = {"on": (True,), "off": (False,), "both": (True, False)}
+    counts = {"on": (True,), "off": (False,), "both": (False, True)}
+    titles = list(dict.fromkeys((prefix, prefix and count) for prefix in choices[args.title_prefix]
+                                for count in counts[getattr(args, "count_title", "off")]))
     configs: list[ChunkingConfig] = []
-    for title in titles:
-        for size in args.sizes:
-            for overlap in args.overlaps:
-                config = ChunkingConfig.from_fraction(size, overlap, title_prefix=title)
-                if config not in configs:
-                    configs.append(config)
-        for mode in args.modes:
-            configs.extend(ChunkingConfig(size, 0, mode, title) for size in args.sizes)
+    for prefix, count in titles:
+        for mode in ("fixed", *args.modes):
+            for size in args.sizes:
+                for overlap in args.overlaps:
+                    config = ChunkingConfig.from_fraction(size, overlap, mode=mode, title_prefix=prefix,
+                                                          count_title=count)
+                    if config not in configs:
+                        configs.append(config)
     return configs
+
+
+def _title_cell(row: dict[str, Any]) -> str:
+    if not row["title_prefix"]:
+        return "no"
+    return "counted" if row.get("count_title") else "yes"
 
 
 def render_table(result: GridResult, k: int) -> str:
     best = result.best
-    header = ["", "mode", "size", "overlap", "title", "chunks", f"recall@{k}", f"ndcg@{k}", "mrr", "index s"]
+    header = ["", "mode", "size", "overlap", "shared", "title", "chunks", f"recall@{k}", f"ndcg@{k}", "mrr",
+              "index s"]
     lines = []
     for i, row in enumerate(result.configs):
         lines.append(["*" if i == best else "", row["mode"], str(row["size"]),
-                      f"{row['overlap']:g} ({row['overlap_tokens']})" if row["mode"] == "fixed" else "–",
-                      "yes" if row["title_prefix"] else "no", str(row["chunks"]),
+                      f"{row['overlap']:g} ({row['overlap_tokens']})", f"{row.get('avg_shared_tokens', 0.0):g}",
+                      _title_cell(row), str(row["chunks"]),
                       _num(row.get(f"recall@{k}")), _num(row.get(f"ndcg@{k}")), _num(row.get("mrr")),
                       f"{row['index_s']:.2f}"])
     widths = [max(len(h), *(len(line[c]) for line in lines)) for c, h in enumerate(header)]
@@ -101,12 +116,14 @@ def render_table(result: GridResult, k: int) -> str:
                              for c, (v, w) in enumerate(zip(line, widths, strict=True))))
     if best is not None:
         out.append(f"* best by ndcg@{k} (then recall@{k}): {_describe(result.configs[best])}")
+    out.append("overlap: configured (tokens; content-aware modes carry whole sentences up to it); "
+               "shared: mean tokens a chunk shares with the previous one")
     return "\n".join(out) + "\n"
 
 
 def _describe(row: dict[str, Any]) -> str:
-    overlap = f", overlap {row['overlap']:g}" if row["mode"] == "fixed" else ""
-    return f"{row['mode']} size {row['size']}{overlap}, title prefix {'on' if row['title_prefix'] else 'off'}"
+    title = {"no": "off", "yes": "on", "counted": "on, counted in the size"}[_title_cell(row)]
+    return f"{row['mode']} size {row['size']}, overlap {row['overlap']:g}, title prefix {title}"
 
 
 def _num(value: Any) -> str:

@@ -12,6 +12,8 @@ ranking. Questions without a relevant gold id in the corpus are left out and cou
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -131,14 +133,33 @@ def evaluate_config(
     search_s = time.perf_counter() - started
     result: dict[str, Any] = {
         "mode": config.mode, "size": config.size, "overlap": round(config.overlap / config.size, 4),
-        "overlap_tokens": config.overlap, "title_prefix": config.title_prefix, "chunks": len(chunks),
+        "overlap_tokens": config.overlap, "title_prefix": config.title_prefix, "count_title": config.count_title,
+        "chunks": len(chunks),
         "avg_chunk_tokens": round(statistics.fmean(c.tokens for c in chunks), 1) if chunks else 0.0,
+        "avg_shared_tokens": shared_tokens(doc_tokens, chunks),
     }
     for name in sorted(per_metric, key=_metric_order):
         result[name] = round(statistics.fmean(per_metric[name]), 4)
     result["index_s"] = round(index_s, 3)
     result["search_s"] = round(search_s, 3)
     return result
+
+
+def shared_tokens(doc_tokens: Sequence[DocTokens], chunks: Sequence[Chunk]) -> float:
+    """Mean number of tokens a chunk shares with the previous chunk of its document (the overlap as
+    made: exact in fixed mode, whole sentences up to the configured overlap in the content-aware modes)."""
+    by_id = {d.doc.id: d for d in doc_tokens}
+    doc_id, doc_starts = "", []  # chunks come in corpus order: one document's token starts at a time
+    total = pairs = 0
+    for a, b in itertools.pairwise(chunks):
+        if a.doc_id != b.doc_id:
+            continue
+        pairs += 1
+        if b.start < a.end:
+            if a.doc_id != doc_id:
+                doc_id, doc_starts = a.doc_id, by_id[a.doc_id].starts
+            total += bisect.bisect_left(doc_starts, a.end) - bisect.bisect_left(doc_starts, b.start)
+    return round(total / pairs, 1) if pairs else 0.0
 
 
 def _metric_order(name: str) -> tuple[int, int]:

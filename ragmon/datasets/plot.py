@@ -17,9 +17,9 @@ _M = {"left": 56, "right": 16, "top": 40, "bottom": 46}
 
 def _series_name(row: Mapping[str, Any]) -> str:
     title = "" if row.get("title_prefix", True) else ", no title"
-    if row["mode"] == "fixed":
-        return f"fixed, overlap {row['overlap']:g}{title}"
-    return f"{row['mode']}{title}"
+    if row.get("title_prefix", True) and row.get("count_title"):
+        title = ", title counted"
+    return f"{row['mode']}, overlap {row['overlap']:g}{title}"
 
 
 def grid_svg(configs: Sequence[Mapping[str, Any]], metrics: Sequence[str], *, best: int | None = None,
