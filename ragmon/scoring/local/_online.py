@@ -107,7 +107,8 @@ def _answer_relevancy(analysis: Analysis, details: dict[str, Any], profile: Judg
         # so an echo cannot lend its closeness to the question to off-topic text
         best_claim = float((claim_vecs[informative] @ question_vec).max())
         whole = best_claim
-    features = local_model.relevancy_features(analysis.question, analysis.answer, whole, best_claim)
+    features = local_model.relevancy_features(analysis.question, analysis.answer, whole, best_claim,
+                                              claims=len(analysis.claims))
     refusal = abstention.check(analysis.answer)
     weights = dict(profile.relevancy_weights) if profile.relevancy_weights is not None else None
     score = local_model.answer_relevancy(features, refusal.abstained, weights, profile.relevancy_threshold)
