@@ -209,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", default=str(DEFAULT_DATA))
     parser.add_argument("--rows", type=int, default=60, help="rows per set x metric")
     parser.add_argument("--modes", default="compact,parity")
+    parser.add_argument("--sets", default="", help="comma-separated set names to run (default: every slice)")
     parser.add_argument("--timeout-s", type=float, default=900.0)
     parser.add_argument("--max-input-tokens", type=int, default=2_000)
     parser.add_argument("--max-completion-tokens", type=int, default=768)
@@ -221,7 +222,12 @@ def main(argv: list[str] | None = None) -> int:
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
 
     cases = load_cases(Path(args.data))
-    rows = round_robin({f"{s}|{m}": select_slice(cases, s, m, args.rows) for s, m in SLICES})
+    chosen = [x for x in args.sets.split(",") if x]
+    unknown = set(chosen) - {s for s, _ in SLICES}
+    if unknown:
+        parser.error(f"unknown set(s) {sorted(unknown)}; choose from {[s for s, _ in SLICES]}")
+    slices = [(s, m) for s, m in SLICES if not chosen or s in chosen]
+    rows = round_robin({f"{s}|{m}": select_slice(cases, s, m, args.rows) for s, m in slices})
     proc = None
     base_url = args.base_url
     if base_url is None and not args.report_only:
@@ -236,8 +242,9 @@ def main(argv: list[str] | None = None) -> int:
             proc.wait(timeout=30)
     modes = [m for m in args.modes.split(",") if m]
     lines = report(results, modes, args.bootstrap)
+    sets_flag = f" --sets {args.sets}" if args.sets else ""
     body = "\n".join([
-        f"`python bench/judge_llm_table.py --rows {args.rows}` with {args.model} (llama-cpp-python, "
+        f"`python bench/judge_llm_table.py --rows {args.rows}{sets_flag}` with {args.model} (llama-cpp-python, "
         f"{args.threads} threads); slices of up to {args.rows} label-balanced rows per set; the LLM rows are "
         "those every LLM mode answered, the local judge's all rows of the slice.", "", *lines, "",
         machine_line() + ".",
