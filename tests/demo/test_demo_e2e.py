@@ -77,7 +77,10 @@ def test_demo_runs_scores_and_separates_injected_failures(tmp_path: Path) -> Non
         "--slow-retrieval-share", "0.1",
     )
     try:
-        live = _scrape_until(proc, port, lambda s: s.value(f"{sc.M_SCORE}_count", **SERVICE) > 0)
+        # A scrape is not atomic across metric families (one may be read before a trace is scored and
+        # the next after), so wait until both the scores and the scored counter show it.
+        live = _scrape_until(proc, port, lambda s: s.value(f"{sc.M_SCORE}_count", **SERVICE) > 0
+                             and s.value(f"{sc.M_TRACES_SCORED}_total", **SERVICE) > 0)
         # While it runs: traces arrive over OTLP, are scored, and are labelled with the demo's service.
         assert live.value(f"{sc.M_TRACES_RECEIVED}_total", **SERVICE) > 0
         assert live.value(f"{sc.M_TRACES_SCORED}_total", **SERVICE, judge="local") > 0
