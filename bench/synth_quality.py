@@ -120,6 +120,10 @@ def main(argv: list[str] | None = None) -> int:
     results = [summary("factoid", plain[0], plain[1], hits_plain, plain[2]),
                summary("adversarial", adversarial[0], adversarial[1], hits_adv, adversarial[2])]
     Path(args.out).write_text("".join(json.dumps(r) + "\n" for r in plain[0] + adversarial[0]), encoding="utf-8")
+    # the per-kind statistics (drop reasons included) beside the rows, for a look after the run
+    Path(args.out).with_suffix(".summary.json").write_text(
+        json.dumps({"results": results, "paired_difference": diff, "paired_chunks": len(both)}, indent=1),
+        encoding="utf-8")
     lines = ["| kind | candidates | valid | valid share | realism 1/2/3/4/5 | mean realism | tokens / question | "
              "BM25 hit@1 | wall s / question |", "|---|---:|---:|---:|---|---:|---:|---:|---:|"]
     for r in results:
