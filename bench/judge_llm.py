@@ -162,6 +162,8 @@ def start_server(args: argparse.Namespace) -> tuple[subprocess.Popen[bytes], str
         "--port", str(port), "--n_threads", str(args.threads), "--n_ctx", str(args.n_ctx),
         "--model_alias", args.model,
     ]
+    if getattr(args, "server_cache", False):  # keep prompt states in RAM: a shared prompt prefix is evaluated once
+        cmd += ["--cache", "true"]
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     base_url = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + 300

@@ -3,9 +3,14 @@
 Measures, for plain (factoid) and adversarial questions generated from the same sampled chunks
 (same seed, so the same chunk order): the share of candidates that became valid questions, the
 realism ratings (every question is rated; none dropped: ``min_realism`` 1), tokens per question,
-and BM25 hit@1 of the gold chunk (BM25 over every chunk of the corpus, same chunking). The
-adversarial questions must be measurably harder: the paired bootstrap 95 % interval of
-hit@1(plain) − hit@1(adversarial), over the chunks that got both, must lie above 0.
+and BM25 hit@1/hit@5 of the gold chunk (BM25 over every chunk of the corpus, same chunking). The
+adversarial questions must be measurably harder: each adversarial question is a rewrite of a plain
+question generated from the same fact of the same chunk (kept in ``meta.base_question``), so the
+two are paired exactly; the paired bootstrap 95 % interval of hit@1(plain) − hit@1(adversarial)
+must lie above 0.
+
+Each kind's rows and statistics are saved as they finish (``--out`` stem + ``.<kind>.json``);
+``--reuse`` takes a kind from there instead of generating it again (same prompt versions only).
 
     # the local LLM of bench/judge_llm.py (llama-cpp-python's OpenAI-compatible server, a GGUF file):
     python bench/synth_quality.py --gguf .cache/llm-bench/qwen.gguf --server-python .cache/llm-bench/venv/bin/python
@@ -20,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import random
 import statistics
 import sys
@@ -34,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 from bench.judge_llm import start_server  # noqa: E402
 from bench.retrievers.datasets import load_scifact_corpus  # noqa: E402
 from bench.retrievers.harness import machine_line, write_section  # noqa: E402
+from ragmon.datasets import prompts as synth_prompts  # noqa: E402
 from ragmon.datasets.chunking import ChunkingConfig, chunk_corpus  # noqa: E402
 from ragmon.datasets.corpus import CorpusDoc  # noqa: E402
 from ragmon.datasets.retrievers import Bm25Index, Doc  # noqa: E402
@@ -48,40 +55,81 @@ async def generate(base_url: str, model: str, docs: list[CorpusDoc], kind: str, 
     settings = LlmJudgeSettings(base_url=base_url, model=model, timeout_s=timeout_s, concurrency=1,
                                 max_completion_tokens=256)
     options = SynthOptions(n=n, kinds=(kind,), generator_model=model, min_realism=1, chunking=CHUNKING, seed=0,
-                           max_attempts_factor=2)
+                           max_attempts_factor=1)  # exactly --chunks candidates: one per chunk
     started = time.perf_counter()
     async with Synthesizer(settings, options) as synthesizer:
         result = await synthesizer.run(docs)
     return result.rows, result.stats.as_dict(), time.perf_counter() - started
 
 
-def hit_at_1(index: Bm25Index, rows: list[dict[str, Any]]) -> dict[str, float]:
+def gold_rank(index: Bm25Index, question: str, gold: str, k: int = 5) -> int | None:
+    """1-based rank of the gold chunk among BM25's top k, else None."""
+    for rank, (doc, _score) in enumerate(index.search(question, k), start=1):
+        if doc.id == gold:
+            return rank
+    return None
+
+
+def hits(index: Bm25Index, rows: list[dict[str, Any]], field: str = "question") -> dict[str, list[float]]:
+    """Per row: [hit@1, hit@5] of its gold chunk for ``row[field]`` (or ``row["meta"][field]``)."""
     out = {}
     for row in rows:
-        gold = row["ground_truth_docs"][0]
-        top = index.search(row["question"], 1)
-        out[gold] = 1.0 if top and top[0][0].id == gold else 0.0
+        question = row[field] if field in row else row["meta"][field]
+        rank = gold_rank(index, question, row["ground_truth_docs"][0])
+        out[row["id"]] = [1.0 if rank == 1 else 0.0, 1.0 if rank is not None else 0.0]
     return out
 
 
-def paired_difference(a: list[float], b: list[float], resamples: int = 2000) -> tuple[float, float, float]:
+def bootstrap(values: list[float], resamples: int = 2000) -> tuple[float, float, float]:
+    """Mean and percentile bootstrap 95 % interval."""
     rng = random.Random(0)
-    diffs = [x - y for x, y in zip(a, b, strict=True)]
-    means = sorted(statistics.fmean(rng.choices(diffs, k=len(diffs))) for _ in range(resamples))
-    return statistics.fmean(diffs), means[int(0.025 * resamples)], means[int(0.975 * resamples) - 1]
+    means = sorted(statistics.fmean(rng.choices(values, k=len(values))) for _ in range(resamples))
+    return statistics.fmean(values), means[int(0.025 * resamples)], means[int(0.975 * resamples) - 1]
 
 
-def summary(name: str, rows: list[dict[str, Any]], stats: dict[str, Any], hits: dict[str, float],
+def paired_difference(a: list[float], b: list[float], resamples: int = 2000) -> tuple[float, float, float]:
+    return bootstrap([x - y for x, y in zip(a, b, strict=True)], resamples)
+
+
+def summary(name: str, rows: list[dict[str, Any]], stats: dict[str, Any], row_hits: dict[str, list[float]],
             wall: float) -> dict[str, Any]:
     written = max(1, stats["written"])
+    h1 = [v[0] for v in row_hits.values()]
     return {
         "kind": name, "candidates": stats["candidates"], "valid": stats["written"],
         "valid_share": stats["written"] / max(1, stats["candidates"]), "dropped": stats["dropped"],
         "realism": stats["realism"],
         "realism_mean": statistics.fmean(r["meta"]["realism"] for r in rows) if rows else None,
         "tokens_per_question": (stats["prompt_tokens"] + stats["completion_tokens"]) / written,
-        "hit@1": statistics.fmean(hits.values()) if hits else None, "wall_s_per_question": wall / written,
+        "hit@1": bootstrap(h1) if h1 else None,
+        "hit@5": statistics.fmean(v[1] for v in row_hits.values()) if row_hits else None,
+        "wall_s_per_question": wall / written,
     }
+
+
+def interval(value: tuple[float, float, float] | None) -> str:
+    return "–" if value is None else f"{value[0]:.3f} [{value[1]:.2f}, {value[2]:.2f}]"
+
+
+def drops(dropped: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(dropped.items(), key=lambda kv: -kv[1]) if v) or "–"
+
+
+def generate_or_reuse(args: argparse.Namespace, base_url: str | None, docs: list[CorpusDoc],
+                      kind: str) -> tuple[list[dict[str, Any]], dict[str, Any], float]:
+    saved = Path(args.out).with_suffix(f".{kind}.json")
+    version = {"factoid": synth_prompts.FACT_VERSION, "adversarial": synth_prompts.ADVERSARIAL_VERSION}[kind]
+    if args.reuse and saved.exists():
+        data = json.loads(saved.read_text(encoding="utf-8"))
+        if data.get("prompt_version") == version and data.get("chunks") == args.chunks:
+            print(f"{kind}: reusing {saved}", file=sys.stderr)
+            return data["rows"], data["stats"], data["wall_s"]
+    if base_url is None:
+        raise SystemExit(f"{kind}: nothing to reuse in {saved}; give --base-url or --gguf")
+    rows, stats, wall = asyncio.run(generate(base_url, args.model, docs, kind, args.chunks, args.timeout_s))
+    saved.write_text(json.dumps({"prompt_version": version, "chunks": args.chunks, "rows": rows, "stats": stats,
+                                 "wall_s": wall}), encoding="utf-8")
+    return rows, stats, wall
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -96,44 +144,53 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout-s", type=float, default=900.0)
     parser.add_argument("--out", default=str(ROOT / ".cache" / "llm-bench" / "synth.jsonl"))
     parser.add_argument("--no-docs", action="store_true")
+    parser.add_argument("--reuse", action="store_true", help="take a kind's saved rows when they exist")
+    parser.add_argument("--server-cache", action="store_true",
+                        help="--gguf: the server keeps prompt states, so each prompt's fixed task text is read once")
     args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("ragmon.datasets.synth").setLevel(logging.DEBUG)  # why each rewrite was dropped
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     docs = [CorpusDoc(d.id, d.title, d.text) for d in load_scifact_corpus()]
     proc = None
     base_url = args.base_url
-    if base_url is None:
-        if not args.gguf:
-            parser.error("give --base-url or --gguf")
+    if base_url is None and args.gguf:
         proc, base_url = start_server(args)
     try:
-        plain = asyncio.run(generate(base_url, args.model, docs, "factoid", args.chunks, args.timeout_s))
-        adversarial = asyncio.run(generate(base_url, args.model, docs, "adversarial", args.chunks, args.timeout_s))
+        # the adversarial kind first: it answers the issue's question; each row carries its plain twin
+        adversarial = generate_or_reuse(args, base_url, docs, "adversarial")
+        plain = generate_or_reuse(args, base_url, docs, "factoid")
     finally:
         if proc is not None:
             proc.terminate()
             proc.wait(timeout=30)
     chunks = chunk_corpus(docs, CHUNKING)
     index = Bm25Index([Doc(c.id, "", c.content) for c in chunks])
-    hits_plain, hits_adv = hit_at_1(index, plain[0]), hit_at_1(index, adversarial[0])
-    both = sorted(set(hits_plain) & set(hits_adv))
-    diff = paired_difference([hits_plain[c] for c in both], [hits_adv[c] for c in both]) if both else None
+    hits_plain, hits_adv = hits(index, plain[0]), hits(index, adversarial[0])
+    hits_twin = hits(index, adversarial[0], "base_question")
+    ids = sorted(hits_adv)
+    diff = paired_difference([hits_twin[i][0] for i in ids], [hits_adv[i][0] for i in ids]) if ids else None
     results = [summary("factoid", plain[0], plain[1], hits_plain, plain[2]),
                summary("adversarial", adversarial[0], adversarial[1], hits_adv, adversarial[2])]
+    twin = bootstrap([hits_twin[i][0] for i in ids]) if ids else None
     Path(args.out).write_text("".join(json.dumps(r) + "\n" for r in plain[0] + adversarial[0]), encoding="utf-8")
     # the per-kind statistics (drop reasons included) beside the rows, for a look after the run
     Path(args.out).with_suffix(".summary.json").write_text(
-        json.dumps({"results": results, "paired_difference": diff, "paired_chunks": len(both)}, indent=1),
-        encoding="utf-8")
+        json.dumps({"results": results, "paired_difference": diff, "paired_rows": len(ids),
+                    "plain_twin_hit@1": twin}, indent=1), encoding="utf-8")
     lines = ["| kind | candidates | valid | valid share | realism 1/2/3/4/5 | mean realism | tokens / question | "
-             "BM25 hit@1 | wall s / question |", "|---|---:|---:|---:|---|---:|---:|---:|---:|"]
+             "BM25 hit@1 [95 % CI] | BM25 hit@5 | drops | wall s / question |",
+             "|---|---:|---:|---:|---|---:|---:|---|---:|---|---:|"]
     for r in results:
         dist = "/".join(str(Counter({int(k): v for k, v in r["realism"].items()})[i]) for i in range(1, 6))
         lines.append(f"| {r['kind']} | {r['candidates']} | {r['valid']} | {r['valid_share']:.2f} | {dist} | "
-                     f"{r['realism_mean'] or 0:.2f} | {r['tokens_per_question']:.0f} | {r['hit@1'] or 0:.3f} | "
-                     f"{r['wall_s_per_question']:.1f} |")
-    verdict = "no paired chunks" if diff is None else (
-        f"paired on {len(both)} chunks: hit@1(plain) − hit@1(adversarial) = {diff[0]:+.3f}, 95 % CI "
-        f"[{diff[1]:+.3f}, {diff[2]:+.3f}] — adversarial measurably harder: **{'yes' if diff[1] > 0 else 'no'}**")
+                     f"{r['realism_mean'] or 0:.2f} | {r['tokens_per_question']:.0f} | {interval(r['hit@1'])} | "
+                     f"{r['hit@5'] or 0:.3f} | {drops(r['dropped'])} | {r['wall_s_per_question']:.1f} |")
+    verdict = "no adversarial row" if diff is None else (
+        f"Paired on the {len(ids)} adversarial questions and the plain questions they were rewritten from (same "
+        f"fact, same gold chunk): hit@1 plain {interval(twin)} vs adversarial {interval(results[1]['hit@1'])}; "
+        f"difference {diff[0]:+.3f}, 95 % CI [{diff[1]:+.3f}, {diff[2]:+.3f}] — adversarial measurably harder: "
+        f"**{'yes' if diff[1] > 0 else 'no'}**")
     body = "\n".join(["## Synthetic questions (real local LLM)", "", f"`python bench/synth_quality.py` with "
                       f"{args.model}, {args.chunks} SciFact chunks (paragraph mode, 256 tokens).", "", *lines, "",
                       verdict + ".", "", machine_line() + "."])

@@ -74,7 +74,9 @@ MODES: Final = (MODE_FIXED, MODE_PARAGRAPH, MODE_SECTION)
 
 _CHUNK_ID = re.compile(r"^(?P<doc>.+)#(?P<start>\d+)-(?P<end>\d+)$")
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
+# the closing quotes/brackets after a sentence end belong to the sentence (group "keep"): only the
+# whitespace separates, so no character falls between two chunks
+_SENTENCE_END = re.compile(r"(?<=[.!?])(?P<keep>[\"')\]]*)\s+")
 _HEADING_LINE = re.compile(r"^#{1,6}[ \t]", re.MULTILINE)
 
 Span = tuple[int, int]  # [start, end) in tokens
@@ -281,9 +283,11 @@ def _sections(text: str) -> list[tuple[int, int]]:
 def _split(text: str, span: tuple[int, int], pattern: re.Pattern[str]) -> list[tuple[int, int]]:
     a, b = span
     pieces, start = [], a
+    keeps = "keep" in pattern.groupindex
     for match in pattern.finditer(text, a, b):
-        if match.start() > start:
-            pieces.append((start, match.start()))
+        end = match.end("keep") if keeps else match.start()
+        if end > start:
+            pieces.append((start, end))
         start = match.end()
     if start < b:
         pieces.append((start, b))

@@ -56,7 +56,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="drop a question this similar (MiniLM cosine) to a kept one (default 0.9)")
     synth.add_argument("--chunk-size", type=int, default=256, help="chunk size in tokens (default 256)")
     synth.add_argument("--chunk-mode", choices=MODES, default="paragraph", help="chunking mode (default paragraph)")
+    synth.add_argument("--chunk-overlap", type=float, default=0.0, metavar="TOKENS|FRACTION",
+                       help="overlap of neighbouring chunks: tokens, or a fraction of the size below 1 (default 0)")
     synth.add_argument("--no-title", action="store_true", help="do not prefix chunks with the document title")
+    synth.add_argument("--count-title", action="store_true",
+                       help="the prefixed title counts towards --chunk-size (as in ragmon chunking --count-title on)")
+    synth.add_argument("--min-distractor-terms", type=int, default=2,
+                       help="distractor words an adversarial question must use (default 2)")
     synth.add_argument("--seed", type=int, default=0, help="chunk sampling seed (default 0)")
     synth.add_argument("--temperature", type=float, default=0.7, help="generation temperature (default 0.7)")
     synth.add_argument("--concurrency", type=int, default=4, help="LLM calls at once (default 4)")
@@ -125,8 +131,9 @@ def run_synth(args: argparse.Namespace) -> int:
             n=args.n, kinds=kinds, generator_model=settings.model,
             judge_model=args.judge_model or os.environ.get("RAGMON_JUDGE_MODEL"), rater_model=args.rater_model,
             min_realism=args.min_realism, dedup_threshold=args.dedup_threshold,
-            chunking=ChunkingConfig(args.chunk_size, 0, args.chunk_mode, not args.no_title), seed=args.seed,
-            temperature=args.temperature,
+            chunking=ChunkingConfig.from_fraction(args.chunk_size, args.chunk_overlap, mode=args.chunk_mode,
+                                                  title_prefix=not args.no_title, count_title=args.count_title),
+            seed=args.seed, temperature=args.temperature, min_distractor_terms=args.min_distractor_terms,
         )
         docs = load_corpus(args.corpus)
     except (ConfigError, EvalInputError, ValueError) as exc:

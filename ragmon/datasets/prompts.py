@@ -24,7 +24,7 @@ __all__ = [
 ]
 
 FACT_VERSION: Final = "fact-question/v1"
-ADVERSARIAL_VERSION: Final = "adversarial/v1"
+ADVERSARIAL_VERSION: Final = "adversarial/v2"
 MULTI_HOP_VERSION: Final = "multi-hop/v1"
 REALISM_VERSION: Final = "realism/v1"
 
@@ -45,15 +45,16 @@ If the passage holds no such fact (boilerplate, a list of references, a heading 
 {"fact": null, "question": null}.
 Reply format: {"fact": "...", "question": "..."}"""
 
-ADVERSARIAL_TASK = """You build HARD test questions for a search system.
-You get a target passage, a fact stated in it, and distractor passages that look similar to the target
-but do not state the fact.
-Write ONE question that:
-- is answered by the fact, and only by the target passage (the distractors cannot answer it);
-- is worded with terms that also appear in the distractors (their topics, names, technical words), so
-  that a keyword or embedding search is drawn to them;
-- reads like a question a real user would type (no "passage", "text" or "document").
-List the distractor terms you used in "distractor_terms". If no such question is possible, reply
+ADVERSARIAL_TASK = """You make a test question for a search system HARDER to retrieve.
+You get a question, the fact that answers it, and "terms": words from other documents on similar
+topics that do NOT contain the answer ("distractor_topics" names them).
+Rewrite the question so that:
+- it naturally uses at least two of the terms (as the setting, a comparison, or a related detail),
+  so that a keyword or embedding search is drawn to those other documents;
+- it is still answered by the fact, and only by the fact;
+- it does not state the answer, and reads like one question a real user would type
+  (no "passage", "text", "document", "target" or "distractor").
+List the terms you used in "distractor_terms". If no such question is possible, reply
 {"question": null, "distractor_terms": []}.
 Reply format: {"question": "...", "distractor_terms": ["...", "..."]}"""
 
@@ -113,10 +114,10 @@ def fact_messages(title: str, text: str, nonce: str | None = None) -> list[p.Mes
     return _messages(FACT_TASK, {"title": title, "passage": text}, "The passage:", nonce)
 
 
-def adversarial_messages(target: str, fact: str, distractors: list[str], nonce: str | None = None) -> list[p.Message]:
-    payload = {"target_passage": target, "fact": fact,
-               **{f"distractor_{i}": text for i, text in enumerate(distractors, start=1)}}
-    return _messages(ADVERSARIAL_TASK, payload, "The passages:", nonce)
+def adversarial_messages(question: str, fact: str, terms: list[str], distractor_topics: list[str],
+                         nonce: str | None = None) -> list[p.Message]:
+    payload = {"question": question, "fact": fact, "terms": terms, "distractor_topics": distractor_topics}
+    return _messages(ADVERSARIAL_TASK, payload, "The material:", nonce)
 
 
 def multi_hop_messages(text_1: str, text_2: str, shared: str, nonce: str | None = None) -> list[p.Message]:

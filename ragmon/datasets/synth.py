@@ -4,10 +4,13 @@ For each sampled chunk (``factoid``): ask for one specific, self-contained fact 
 answered by that fact alone -> a row with ``ground_truth_docs`` = the chunk id,
 ``ground_truth_answer`` = the fact.
 
-``adversarial``: for a target chunk A with its fact, the chunks B, C nearest to A in MiniLM space
-(other documents) that share A's content terms but do not hold the fact (less than half of the
-fact's content words occur in them) are shown as distractors; the LLM writes a question worded
-with their terms and answered only by A -> ``difficulty: hard``. ``multi_hop``: two chunks of
+``adversarial``: for a target chunk A with its fact and plain question, the chunks B, C nearest to A
+in MiniLM space (other documents) that share A's content terms but do not hold the fact (less than
+half of the fact's content words occur in them) are the distractors. Their words that A lacks,
+rarest in the corpus first, are offered to the LLM, which rewrites the plain question to use them
+while it stays answered by the fact alone; a question that uses fewer than ``min_distractor_terms``
+of them is dropped (``no_distractor_terms``) -> ``difficulty: hard``, the plain question kept in
+``meta.base_question``. ``multi_hop``: two chunks of
 different documents that share a rare entity -> a question that needs both; ``hops`` =
 ``[[A], [B]]``.
 
@@ -75,7 +78,15 @@ from .synth_parse import (
     question_key,
 )
 from .synth_rows import build_row
-from .synth_search import Neighbours, build_entity_index, distractor_terms, entities, pick_distractors
+from .synth_search import (
+    Neighbours,
+    TermRarity,
+    build_entity_index,
+    entities,
+    offer_terms,
+    pick_distractors,
+    terms_used,
+)
 
 __all__ = [
     "ADVERSARIAL", "FACTOID", "KINDS", "MULTI_HOP", "SynthOptions", "SynthResult", "SynthStats", "Synthesizer",
@@ -103,6 +114,7 @@ class Synthesizer:
         self._rater_chat = self._chat if self._rater == settings.model else \
             ChatClient(self._http, dataclasses.replace(settings, model=self._rater), None)
         self._embed_fn = embed
+        self._rarity: TermRarity | None = None
         self.stats = SynthStats(requested=options.n)
 
     async def aclose(self) -> None:
@@ -131,6 +143,8 @@ class Synthesizer:
         rng.shuffle(order)
         targets = split_evenly(opts.n, opts.kinds)
         neighbours = await self._distractor_space(chunks, rng) if ADVERSARIAL in opts.kinds else None
+        if ADVERSARIAL in opts.kinds:
+            self._rarity = await asyncio.to_thread(TermRarity, chunks)
         entity_index = build_entity_index(chunks) if MULTI_HOP in opts.kinds else None
         rows: list[dict[str, Any]] = []
         kept_vectors: list[np.ndarray] = []
@@ -202,7 +216,7 @@ class Synthesizer:
         difficulty: str | None = None
         if kind == ADVERSARIAL:
             assert neighbours is not None
-            question, extra = await self._adversarial(chunks, index, fact, neighbours)
+            question, extra = await self._adversarial(chunks, index, fact, question, neighbours)
             meta = {"prompt_version": sp.ADVERSARIAL_VERSION, "fact_prompt_version": sp.FACT_VERSION, **extra}
             difficulty = "hard"
         realism = await self._realism(question)
@@ -230,24 +244,31 @@ class Synthesizer:
             raise Drop(SOURCE_REFERENCE)
         return fact, question
 
-    async def _adversarial(self, chunks: Sequence[Chunk], index: int, fact: str,
+    async def _adversarial(self, chunks: Sequence[Chunk], index: int, fact: str, base_question: str,
                            neighbours: Neighbours) -> tuple[str, dict[str, Any]]:
         target = chunks[index]
-        picked = pick_distractors(chunks, index, fact, neighbours)
+        picked = await pick_distractors(chunks, index, fact, neighbours)
         if not picked:
             raise Drop(NO_DISTRACTORS)
-        result = await self._call(sp.adversarial_messages(target.text, fact, [c.text for c in picked]),
+        assert self._rarity is not None
+        offered = offer_terms(target, fact, picked, self._rarity)
+        if len(offered) < self.options.min_distractor_terms:
+            raise Drop(NO_DISTRACTOR_TERMS)
+        topics = [c.title or c.doc_id for c in picked]
+        result = await self._call(sp.adversarial_messages(base_question, fact, offered, topics),
                                   "adversarial_question", sp.ADVERSARIAL_SCHEMA, parse_adversarial,
                                   self.options.temperature)
         if result is None:
             raise Drop(DECLINED)
-        question, _terms = result
+        question, _claimed = result  # what the model says it used is not trusted: the words are checked
         if SOURCE_REFERENCE_PATTERN.search(question):
             raise Drop(SOURCE_REFERENCE)
-        used = distractor_terms(question, target, picked)
-        if not used:
+        used = terms_used(question, offered)
+        if len(used) < self.options.min_distractor_terms:
+            log.debug("adversarial rewrite dropped, uses %s of %s: %r", used, offered, question)
             raise Drop(NO_DISTRACTOR_TERMS)
-        return question, {"distractors": [c.id for c in picked], "distractor_terms": used[:20]}
+        return question, {"distractors": [c.id for c in picked], "distractor_terms": used,
+                          "offered_terms": offered, "base_question": base_question}
 
     async def _multi_hop(self, chunks: Sequence[Chunk], index: int, entity_index: Mapping[str, list[int]],
                          rng: random.Random) -> dict[str, Any]:

@@ -50,6 +50,7 @@ class SynthOptions:
     seed: int = 0
     temperature: float = 0.7
     distractor_pool: int = 3000  # chunks embedded to find adversarial distractors
+    min_distractor_terms: int = 2  # distractor words an adversarial question must use
     max_attempts_factor: int = 4  # give up after n * this many candidates
 
     def __post_init__(self) -> None:
@@ -59,6 +60,8 @@ class SynthOptions:
             raise ValueError(f"kinds must be a non-empty subset of {', '.join(KINDS)}")
         if not 0 <= self.min_realism <= 5:
             raise ValueError("min_realism must be in 0..5")
+        if self.min_distractor_terms < 1:
+            raise ValueError("min_distractor_terms must be >= 1")
         if not 0 < self.dedup_threshold <= 1:
             raise ValueError("dedup_threshold must be in (0, 1]")
 

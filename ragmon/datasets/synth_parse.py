@@ -20,7 +20,8 @@ __all__ = [
 
 SOURCE_REFERENCE_PATTERN = re.compile(
     r"\b(according to|in|from|within|by) (the|this|that) (passage|text|document|excerpt|article|paragraph)\b"
-    r"|\bthe (given|provided|above) (passage|text|document|context)\b", re.IGNORECASE)
+    r"|\bthe (given|provided|above) (passage|text|document|context)\b"
+    r"|\b(target|distractor) (passage|text|document)s?\b|\bthe (passage|excerpt)s?\b", re.IGNORECASE)
 
 
 def content_words(text: str) -> set[str]:

@@ -38,6 +38,6 @@ def build_row(kind: str, question: str, chunks: Sequence[Chunk], answer: str, me
         "realism_prompt_version": sp.REALISM_VERSION if realism is not None else None,
         "source_docs": list(dict.fromkeys(c.doc_id for c in chunks)),
         "chunking": {"size": config.size, "overlap": config.overlap, "mode": config.mode,
-                     "title_prefix": config.title_prefix},
+                     "title_prefix": config.title_prefix, "count_title": config.count_title},
     }
     return row

@@ -2,12 +2,17 @@
 
 Adversarial: :class:`Neighbours` (nearest chunks of other documents in MiniLM space, over a
 bounded pool), :func:`pick_distractors` (up to two that share the target's content terms but do not
-hold its fact) and :func:`distractor_terms` (their words the question uses). Multi-hop:
+hold its fact), :func:`offer_terms` (the distractors' specific words the target lacks, rarest in the
+corpus first: the words that pull a search away from the target) and :func:`terms_used` (which of
+them the question uses). Multi-hop:
 :func:`build_entity_index` (rare entities shared by a few documents) and :func:`entities`.
 """
 
 from __future__ import annotations
 
+import math
+import re
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 
 import numpy as np
@@ -16,7 +21,9 @@ from ..scoring import claims
 from .chunking import Chunk
 from .synth_parse import content_words
 
-__all__ = ["Neighbours", "build_entity_index", "distractor_terms", "entities", "pick_distractors"]
+__all__ = [
+    "Neighbours", "TermRarity", "build_entity_index", "entities", "offer_terms", "pick_distractors", "terms_used",
+]
 
 _ENTITY_SKIP = frozenset({"we", "our", "the", "this", "these", "however", "here", "there", "both"})
 
@@ -32,11 +39,14 @@ class Neighbours:
         self._vectors = vectors
         self._embed = embed
 
-    def nearest(self, index: int, k: int = 10) -> list[int]:
+    async def nearest(self, index: int, k: int = 10) -> list[int]:
+        """The ``k`` pool chunks of other documents nearest to chunk ``index`` (embedded on demand
+        when it is not in the pool: a target must never go without distractors for that)."""
         position = self._position.get(index)
-        vector = self._vectors[position] if position is not None else None
-        if vector is None:  # a target outside the pool: compare with its own text's words only
-            return []
+        if position is not None:
+            vector = self._vectors[position]
+        else:
+            vector = (await self._embed([self._chunks[index].content]))[0]
         scores = self._vectors @ vector
         order = np.argsort(-scores)
         doc = self._chunks[index].doc_id
@@ -70,13 +80,13 @@ def build_entity_index(chunks: Sequence[Chunk]) -> dict[str, list[int]]:
     return out
 
 
-def pick_distractors(chunks: Sequence[Chunk], index: int, fact: str, neighbours: Neighbours) -> list[Chunk]:
+async def pick_distractors(chunks: Sequence[Chunk], index: int, fact: str, neighbours: Neighbours) -> list[Chunk]:
     """Up to two of the target's nearest chunks that share >= 2 of its content words but do not hold
     the fact (less than half of the fact's content words occur in them)."""
     target = chunks[index]
     fact_words = content_words(fact)
     picked = []
-    for j in neighbours.nearest(index):
+    for j in await neighbours.nearest(index):
         other = chunks[j]
         words = content_words(other.text)
         shared = content_words(target.text) & words
@@ -88,8 +98,42 @@ def pick_distractors(chunks: Sequence[Chunk], index: int, fact: str, neighbours:
     return picked
 
 
-def distractor_terms(question: str, target: Chunk, picked: Sequence[Chunk]) -> list[str]:
-    """The distractors' content words that the question uses, sorted."""
-    distractor_words = set().union(*(content_words(c.text) for c in picked)) - content_words(target.text)
-    return sorted(content_words(question) & (distractor_words | set().union(
-        *(content_words(c.text) for c in picked))))
+class TermRarity:
+    """Inverse document frequency of content words over the chunks: a rare word ("kinase",
+    "Drosophila") is what makes a search pick a chunk; a common one ("effect", "found") is not."""
+
+    def __init__(self, chunks: Sequence[Chunk]) -> None:
+        self._df: Counter[str] = Counter()
+        for chunk in chunks:
+            self._df.update(content_words(chunk.text))
+        self._n = max(1, len(chunks))
+
+    def idf(self, stem: str) -> float:
+        return math.log((self._n + 1) / (self._df.get(stem, 0) + 1))
+
+
+_SURFACE_WORD = re.compile(r"[A-Za-z][A-Za-z0-9-]*[A-Za-z0-9]")
+
+
+def offer_terms(target: Chunk, fact: str, picked: Sequence[Chunk], rarity: TermRarity, limit: int = 8) -> list[str]:
+    """The distractors' words (as written) that neither the target nor the fact contains: words in
+    both distractors first, then the rarest in the corpus; one spelling per stem."""
+    own = content_words(target.text) | content_words(fact)
+    per_chunk = [content_words(c.text) for c in picked]
+    seen: dict[str, str] = {}
+    for chunk in picked:
+        for word in _SURFACE_WORD.findall(chunk.text):
+            stems = content_words(word)
+            if len(stems) != 1:
+                continue  # a stopword, or a hyphenated compound read as two words
+            (stem,) = stems
+            if stem not in own and stem not in seen and len(word) > 3:
+                seen[stem] = word
+    ranked = sorted(seen, key=lambda st: (-sum(st in words for words in per_chunk), -rarity.idf(st), st))
+    return [seen[st] for st in ranked[:limit]]
+
+
+def terms_used(question: str, offered: Sequence[str]) -> list[str]:
+    """The offered terms (compared by stem) that the question contains."""
+    in_question = content_words(question)
+    return [term for term in offered if content_words(term) and content_words(term) <= in_question]

@@ -56,7 +56,7 @@ MANUAL = CorpusDoc("manual.md", "Northwind Kettle Manual: Safety, Care and Warra
     "",
     "Three years, on the heating element and the switch. Keep the receipt.\n",
 ]))
-SENTENCE_START = re.compile(r"(?:^|[.!?]\s+|\n\s*\n)$")  # what precedes a sentence start
+SENTENCE_START = re.compile(r"(?:^|[.!?][\"')\]]*\s+|\n\s*\n)$")  # what precedes a sentence start
 HEADING = re.compile(r"^#{1,6}[ \t]", re.MULTILINE)
 
 
@@ -220,7 +220,8 @@ def _check_chunks(item: DocTokens, chunks: list[Chunk], config: ChunkingConfig) 
         shared_tokens = bisect.bisect_left(starts, a.end) - bisect.bisect_left(starts, b.start)
         assert 0 < shared_tokens <= config.overlap
         whole = SENTENCE_START.search(doc.text[:b.start]) and (
-            shared[-1] in ".!?" or doc.text[a.end:a.end + 2] == "\n\n" or a.end == len(doc.text.rstrip()))
+            shared.rstrip("\"')]")[-1:] in (".", "!", "?") or doc.text[a.end:a.end + 2] == "\n\n"
+            or a.end == len(doc.text.rstrip()))
         if not whole:  # windows of one sentence longer than the budget: token overlap, as in fixed mode
             assert a.tokens == budget and shared_tokens == min(config.overlap, budget - 1), shared
             assert not re.search(r"[.!?]\s|\n\n", shared)
@@ -356,3 +357,17 @@ def test_tiny_sizes(mode: str, size: int, overlap: int) -> None:
 def test_from_fraction_passes_the_mode_and_title_options() -> None:
     config = ChunkingConfig.from_fraction(256, 0.5, mode="section", count_title=True)
     assert (config.size, config.overlap, config.mode, config.count_title) == (256, 128, "section", True)
+
+
+@pytest.mark.parametrize("mode", ["paragraph", "section"])
+@pytest.mark.parametrize("size, overlap", [(12, 0), (24, 0), (24, 8), (40, 0)])
+def test_closing_quotes_and_brackets_after_a_sentence_end_stay_in_a_chunk(mode: str, size: int,
+                                                                           overlap: int) -> None:
+    # a chunk boundary right after `stop."` once lost the quote: it fell between two chunks
+    text = " ".join(f'Rule {i} said "stop." Then (see note {i}.) the line moved [fig. {i}.] on.' for i in range(12))
+    item = tokenize_corpus([CorpusDoc("quotes", "", text)])[0]
+    config = ChunkingConfig(size, overlap, mode, False)
+    chunks = chunk_corpus([item], config)
+    _check_chunks(item, chunks, config)
+    covered = {i for c in chunks for i in range(c.start, c.end)}
+    assert all(i in covered for i, ch in enumerate(text) if not ch.isspace())

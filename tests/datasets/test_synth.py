@@ -47,8 +47,9 @@ def make_responder(rating: Callable[[str], int] = lambda q: 5,
             sentence = re.split(r"(?<=\.)\s", payload["passage"].strip().lstrip("#").strip())[0]
             q = question(sentence) if question else f"Is it true that {_words(sentence, 12).lower()}?"
             return Reply.json({"fact": sentence, "question": q})
-        if task == "adversarial":
-            return Reply.json({"question": f"Does {_words(payload['distractor_1'], 6)} explain that "
+        if task == "adversarial":  # uses the first two offered terms, claims none (the words are checked)
+            terms = " and ".join(payload["terms"][:2])
+            return Reply.json({"question": f"With {terms} in mind, is it true that "
                                            f"{_words(payload['fact'], 8).lower()}?", "distractor_terms": []})
         if task == "multi_hop":
             return Reply.json({"question": f"Which place links {_words(payload['passage_1'], 4)} and "
@@ -97,7 +98,8 @@ async def test_rows_carry_gold_chunk_fact_and_provenance(server: FakeOpenAI, cor
         assert meta["realism"] == 5 and meta["realism_model"] == "gen-model"
         assert meta["realism_prompt_version"] == sp.REALISM_VERSION
         assert meta["source_docs"] == [doc_id]
-        assert meta["chunking"] == {"size": 48, "overlap": 0, "mode": "paragraph", "title_prefix": True}
+        assert meta["chunking"] == {"size": 48, "overlap": 0, "mode": "paragraph", "title_prefix": True,
+                                   "count_title": False}
     # the rows are a valid golden set: no problems, no unknown keys
     path = tmp_path / "golden.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in result.rows))
@@ -190,9 +192,46 @@ async def test_adversarial_rows_use_distractors_from_other_documents(server: Fak
         target_doc = parse_chunk_id(row["ground_truth_docs"][0])[0]
         assert 1 <= len(meta["distractors"]) <= 2
         assert all(parse_chunk_id(d)[0] != target_doc for d in meta["distractors"])
-        assert meta["distractor_terms"]
+        assert len(meta["distractor_terms"]) == 2 and set(meta["distractor_terms"]) <= set(meta["offered_terms"])
+        assert all(t.lower() in row["question"].lower() for t in meta["distractor_terms"])
+        assert meta["base_question"].startswith("Is it true that")
     adversarial = [r.body for r in server.chat_requests if _task(r.body) == "adversarial"]
-    assert {"target_passage", "fact", "distractor_1"} <= set(fenced_payload(adversarial[0]))
+    payload = fenced_payload(adversarial[0])
+    assert {"question", "fact", "terms", "distractor_topics"} <= set(payload)
+    # the offered terms come from the distractors and are words the target chunk lacks
+    assert payload["terms"] and len(payload["distractor_topics"]) >= 1
+
+
+async def test_adversarial_question_without_distractor_terms_is_dropped(server: FakeOpenAI, corpus_dir: Path) -> None:
+    base = make_responder()
+
+    def respond(body: dict[str, Any]) -> Reply:
+        if _task(body) == "adversarial":  # claims to use the terms, but the question has only one of them
+            terms = fenced_payload(body)["terms"]
+            return Reply.json({"question": f"What about {terms[0]} and the rest of it?", "distractor_terms": terms})
+        return base(body)
+
+    server.responder = respond
+    result = await _synth(server, corpus_dir, n=1, kinds=("adversarial",), max_attempts_factor=2)
+    assert result.stats.written == 0 and result.stats.dropped["no_distractor_terms"] >= 1
+    assert result.stats.dropped["no_distractor_terms"] == result.stats.candidates - result.stats.dropped[
+        "no_distractors"]
+
+
+async def test_adversarial_question_naming_the_target_passage_is_dropped(server: FakeOpenAI,
+                                                                        corpus_dir: Path) -> None:
+    base = make_responder()
+
+    def respond(body: dict[str, Any]) -> Reply:
+        if _task(body) == "adversarial":
+            terms = " and ".join(fenced_payload(body)["terms"][:2])
+            return Reply.json({"question": f"What does the target passage say about {terms}?",
+                               "distractor_terms": []})
+        return base(body)
+
+    server.responder = respond
+    result = await _synth(server, corpus_dir, n=1, kinds=("adversarial",), max_attempts_factor=2)
+    assert result.stats.written == 0 and result.stats.dropped["source_reference"] >= 1
 
 
 async def test_multi_hop_rows_fill_hops(server: FakeOpenAI, corpus_dir: Path) -> None:
@@ -232,3 +271,52 @@ async def test_cli_writes_rows_and_warns_when_generator_judges(server: FakeOpenA
     no_model = ["dataset", "synth", str(corpus_dir), "--n", "2", "--out", str(out), "--base-url", server.base_url]
     assert await asyncio.to_thread(main, no_model) == 2
     assert "generator model is required" in capsys.readouterr().err
+
+
+async def test_cli_chunking_options_reach_the_rows(server: FakeOpenAI, corpus_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "synth.jsonl"
+    args = ["dataset", "synth", str(corpus_dir), "--n", "2", "--out", str(out), "--base-url", server.base_url,
+            "--model", "gen", "--chunk-size", "48", "--chunk-overlap", "0.25", "--count-title"]
+    assert await asyncio.to_thread(main, args) == 0
+    chunking = load_golden_set(out).rows[0].meta["chunking"]
+    assert chunking["overlap"] == 12 and chunking["count_title"] is True
+
+
+def test_offered_terms_are_distractor_words_the_target_lacks_rarest_first() -> None:
+    from ragmon.datasets.chunking import Chunk
+    from ragmon.datasets.synth_search import TermRarity, offer_terms, terms_used
+
+    def chunk(i: int, text: str) -> Chunk:
+        return Chunk(f"d{i}#0-{len(text)}", f"d{i}", text, 0, len(text), len(text.split()))
+
+    target = chunk(0, "Insulin signalling controls growth in fruit flies. The effect was found in larvae.")
+    b = chunk(1, "Kinase activity controls growth of zebrafish fins; the effect was found in adults.")
+    c = chunk(2, "Kinase inhibitors and growth of mouse tumours: the effect was found in cultured cells.")
+    filler = [chunk(3 + i, f"The effect was found in study {i} of adults and cells.") for i in range(6)]
+    rarity = TermRarity([target, b, c, *filler])
+    offered = offer_terms(target, "Insulin signalling controls growth.", [b, c], rarity, limit=20)
+    assert offered[0] == "Kinase"  # in both distractors
+    assert "growth" not in [t.lower() for t in offered] and "effect" not in offered  # the target has them
+    assert offered.index("zebrafish") < offered.index("adults")  # rare before common
+    used = terms_used("Does kinase activity in zebrafish control growth?", offered)
+    assert set(used) == {"Kinase", "zebrafish", "activity"}
+
+
+async def test_a_target_outside_the_distractor_pool_is_embedded_on_demand() -> None:
+    import numpy as np
+
+    from ragmon.datasets.chunking import Chunk
+    from ragmon.datasets.synth_search import Neighbours
+
+    texts = ["kettle warranty claims", "kettle descaling limescale", "parcel shipping fee", "kettle warranty years"]
+    chunks = [Chunk(f"d{i}#0-{len(t)}", f"d{i}", t, 0, len(t), 3) for i, t in enumerate(texts)]
+    vocab = sorted({w for t in texts for w in t.split()})
+
+    async def embed(batch: list[str]) -> np.ndarray:
+        vectors = np.array([[float(w in t.split()) for w in vocab] for t in batch])
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+    pool = [0, 1, 2]  # chunk 3 is not in the pool
+    neighbours = Neighbours(chunks, pool, await embed([chunks[i].content for i in pool]), embed)
+    assert await neighbours.nearest(3, k=2) == [0, 1]  # closest first, its own document never
+    assert await neighbours.nearest(0, k=2) == [1, 2]
