@@ -50,12 +50,13 @@ from ragmon.scoring.llm import LlmJudgeSettings  # noqa: E402
 CHUNKING = ChunkingConfig(256, 0, "paragraph")
 
 
-async def generate(base_url: str, model: str, docs: list[CorpusDoc], kind: str, n: int,
-                   timeout_s: float) -> tuple[list[dict[str, Any]], dict[str, Any], float]:
+async def generate(base_url: str, model: str, docs: list[CorpusDoc], kind: str, n: int, timeout_s: float,
+                   distractor_pool: int) -> tuple[list[dict[str, Any]], dict[str, Any], float]:
     settings = LlmJudgeSettings(base_url=base_url, model=model, timeout_s=timeout_s, concurrency=1,
                                 max_completion_tokens=256)
+    # max_attempts_factor 1: exactly --chunks candidates, one per chunk
     options = SynthOptions(n=n, kinds=(kind,), generator_model=model, min_realism=1, chunking=CHUNKING, seed=0,
-                           max_attempts_factor=1)  # exactly --chunks candidates: one per chunk
+                           max_attempts_factor=1, distractor_pool=distractor_pool)
     started = time.perf_counter()
     async with Synthesizer(settings, options) as synthesizer:
         result = await synthesizer.run(docs)
@@ -126,7 +127,8 @@ def generate_or_reuse(args: argparse.Namespace, base_url: str | None, docs: list
             return data["rows"], data["stats"], data["wall_s"]
     if base_url is None:
         raise SystemExit(f"{kind}: nothing to reuse in {saved}; give --base-url or --gguf")
-    rows, stats, wall = asyncio.run(generate(base_url, args.model, docs, kind, args.chunks, args.timeout_s))
+    rows, stats, wall = asyncio.run(generate(base_url, args.model, docs, kind, args.chunks, args.timeout_s,
+                                                 args.distractor_pool))
     saved.write_text(json.dumps({"prompt_version": version, "chunks": args.chunks, "rows": rows, "stats": stats,
                                  "wall_s": wall}), encoding="utf-8")
     return rows, stats, wall
@@ -144,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout-s", type=float, default=900.0)
     parser.add_argument("--out", default=str(ROOT / ".cache" / "llm-bench" / "synth.jsonl"))
     parser.add_argument("--no-docs", action="store_true")
+    parser.add_argument("--distractor-pool", type=int, default=3000, help="chunks embedded up front as "
+                        "distractor candidates (SynthOptions.distractor_pool)")
     parser.add_argument("--reuse", action="store_true", help="take a kind's saved rows when they exist")
     parser.add_argument("--server-cache", action="store_true",
                         help="--gguf: the server keeps prompt states, so each prompt's fixed task text is read once")

@@ -18,6 +18,7 @@ __all__ = [
     "MULTI_HOP_VERSION",
     "REALISM_VERSION",
     "adversarial_messages",
+    "adversarial_retry_message",
     "fact_messages",
     "multi_hop_messages",
     "realism_messages",
@@ -46,15 +47,17 @@ If the passage holds no such fact (boilerplate, a list of references, a heading 
 Reply format: {"fact": "...", "question": "..."}"""
 
 ADVERSARIAL_TASK = """You make a test question for a search system HARDER to retrieve.
-You get a question, the fact that answers it, and "terms": words from other documents on similar
-topics that do NOT contain the answer ("distractor_topics" names them).
-Rewrite the question so that:
-- it naturally uses at least two of the terms (as the setting, a comparison, or a related detail),
-  so that a keyword or embedding search is drawn to those other documents;
-- it is still answered by the fact, and only by the fact;
-- it does not state the answer, and reads like one question a real user would type
-  (no "passage", "text", "document", "target" or "distractor").
-List the terms you used in "distractor_terms". If no such question is possible, reply
+Rewrite the given question so that it contains at least two of the words listed in the user message
+(spelled exactly as listed), used naturally as the setting, a comparison or a related detail: they come
+from other documents on similar topics that do NOT hold the answer, so a search engine is drawn to them.
+The rewritten question must keep the original question's subject, must still be answered by the given
+fact and only by it, must not state the answer, and must read like one question a real user would type
+(no "passage", "text", "document", "target" or "distractor").
+Example: question "How long is the warranty on Northwind kettles?", fact "Every Northwind kettle carries a
+warranty of 3 years.", words: descaling, limescale, citric ->
+{"question": "If my Northwind kettle suffers from limescale despite descaling, how many years of warranty
+does it have?", "distractor_terms": ["limescale", "descaling"]}
+List the words you used in "distractor_terms". If no such question is possible, reply
 {"question": null, "distractor_terms": []}.
 Reply format: {"question": "...", "distractor_terms": ["...", "..."]}"""
 
@@ -114,10 +117,20 @@ def fact_messages(title: str, text: str, nonce: str | None = None) -> list[p.Mes
     return _messages(FACT_TASK, {"title": title, "passage": text}, "The passage:", nonce)
 
 
-def adversarial_messages(question: str, fact: str, terms: list[str], distractor_topics: list[str],
-                         nonce: str | None = None) -> list[p.Message]:
-    payload = {"question": question, "fact": fact, "terms": terms, "distractor_topics": distractor_topics}
-    return _messages(ADVERSARIAL_TASK, payload, "The material:", nonce)
+def adversarial_messages(question: str, fact: str, terms: list[str], nonce: str | None = None) -> list[p.Message]:
+    """The question and fact travel fenced; the words go in the instruction itself — small models
+    ignore a word list inside the data block — which is safe because each is one plain word
+    (:func:`ragmon.datasets.synth_search.offer_terms` keeps letters, digits and hyphens only)."""
+    messages = _messages(ADVERSARIAL_TASK, {"question": question, "fact": fact}, "The question and its fact:", nonce)
+    messages[1]["content"] += f"\nWords to use (at least two): {', '.join(terms)}"
+    return messages
+
+
+def adversarial_retry_message(used: list[str], terms: list[str]) -> p.Message:
+    """One more try when the rewrite used too few of the words (as the judge's one repair attempt)."""
+    got = ", ".join(used) if used else "none"
+    return {"role": "user", "content": f"Your question contains {got} of the words. Rewrite it so that it contains "
+                                       f"at least two of: {', '.join(terms)}. Same reply format."}
 
 
 def multi_hop_messages(text_1: str, text_2: str, shared: str, nonce: str | None = None) -> list[p.Message]:

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import logging
 import random
 import time
@@ -51,6 +52,7 @@ from .corpus import CorpusDoc
 from .synth_options import (
     ADVERSARIAL,
     DECLINED,
+    DRIFTED,
     DUPLICATE,
     FACTOID,
     INVALID_REPLY,
@@ -71,6 +73,7 @@ from .synth_options import (
 )
 from .synth_parse import (
     SOURCE_REFERENCE_PATTERN,
+    content_words,
     parse_adversarial,
     parse_fact,
     parse_multi_hop,
@@ -246,29 +249,50 @@ class Synthesizer:
 
     async def _adversarial(self, chunks: Sequence[Chunk], index: int, fact: str, base_question: str,
                            neighbours: Neighbours) -> tuple[str, dict[str, Any]]:
-        target = chunks[index]
+        target, need = chunks[index], self.options.min_distractor_terms
         picked = await pick_distractors(chunks, index, fact, neighbours)
         if not picked:
             raise Drop(NO_DISTRACTORS)
         assert self._rarity is not None
-        offered = offer_terms(target, fact, picked, self._rarity)
-        if len(offered) < self.options.min_distractor_terms:
+        offered = await self._related_terms(base_question, offer_terms(target, fact, picked, self._rarity, limit=40))
+        if len(offered) < need:
             raise Drop(NO_DISTRACTOR_TERMS)
-        topics = [c.title or c.doc_id for c in picked]
-        result = await self._call(sp.adversarial_messages(base_question, fact, offered, topics),
-                                  "adversarial_question", sp.ADVERSARIAL_SCHEMA, parse_adversarial,
+        messages = sp.adversarial_messages(base_question, fact, offered)
+        question, used = await self._rewrite(messages, offered)
+        if len(used) < need:  # one more try, told which words it missed (small models often skip them)
+            messages += [{"role": "assistant", "content": json.dumps({"question": question, "distractor_terms": []})},
+                         sp.adversarial_retry_message(used, offered)]
+            question, used = await self._rewrite(messages, offered)
+        if len(used) < need:
+            log.debug("adversarial rewrite dropped, uses %s of %s: %r", used, offered, question)
+            raise Drop(NO_DISTRACTOR_TERMS)
+        if SOURCE_REFERENCE_PATTERN.search(question):
+            raise Drop(SOURCE_REFERENCE)
+        base_words = content_words(base_question)
+        if len(base_words & content_words(question)) * 2 < len(base_words):
+            log.debug("adversarial rewrite dropped, drifted from %r: %r", base_question, question)
+            raise Drop(DRIFTED)
+        return question, {"distractors": [c.id for c in picked], "distractor_terms": used,
+                          "offered_terms": offered, "base_question": base_question}
+
+    async def _rewrite(self, messages: list[Any], offered: list[str]) -> tuple[str, list[str]]:
+        """The rewritten question and the offered words it really contains (the model's own list is
+        not trusted)."""
+        result = await self._call(messages, "adversarial_question", sp.ADVERSARIAL_SCHEMA, parse_adversarial,
                                   self.options.temperature)
         if result is None:
             raise Drop(DECLINED)
-        question, _claimed = result  # what the model says it used is not trusted: the words are checked
-        if SOURCE_REFERENCE_PATTERN.search(question):
-            raise Drop(SOURCE_REFERENCE)
-        used = terms_used(question, offered)
-        if len(used) < self.options.min_distractor_terms:
-            log.debug("adversarial rewrite dropped, uses %s of %s: %r", used, offered, question)
-            raise Drop(NO_DISTRACTOR_TERMS)
-        return question, {"distractors": [c.id for c in picked], "distractor_terms": used,
-                          "offered_terms": offered, "base_question": base_question}
+        question: str = result[0]
+        return question, terms_used(question, offered)
+
+    async def _related_terms(self, question: str, candidates: list[str], keep: int = 6) -> list[str]:
+        """The candidate words closest in meaning to the question (MiniLM): words a rewrite can use
+        naturally, where the rarest words alone (ids, typos) make nonsense questions."""
+        if len(candidates) <= keep:
+            return candidates
+        vectors = await self._embed([question, *candidates])
+        closeness = vectors[1:] @ vectors[0]
+        return [candidates[i] for i in np.argsort(-closeness, kind="stable")[:keep].tolist()]
 
     async def _multi_hop(self, chunks: Sequence[Chunk], index: int, entity_index: Mapping[str, list[int]],
                          rng: random.Random) -> dict[str, Any]:

@@ -14,9 +14,26 @@ from ..scoring.llm import Usage
 from .chunking import ChunkingConfig
 
 __all__ = [
-    "ADVERSARIAL", "DECLINED", "DUPLICATE", "FACTOID", "INVALID_REPLY", "KINDS", "LLM_ERROR", "LOW_REALISM",
-    "MULTI_HOP", "NO_DISTRACTORS", "NO_DISTRACTOR_TERMS", "NO_PARTNER", "SOURCE_REFERENCE", "Drop",
-    "SynthOptions", "SynthResult", "SynthStats", "self_judging_warning", "split_evenly",
+    "ADVERSARIAL",
+    "DECLINED",
+    "DRIFTED",
+    "DUPLICATE",
+    "FACTOID",
+    "INVALID_REPLY",
+    "KINDS",
+    "LLM_ERROR",
+    "LOW_REALISM",
+    "MULTI_HOP",
+    "NO_DISTRACTORS",
+    "NO_DISTRACTOR_TERMS",
+    "NO_PARTNER",
+    "SOURCE_REFERENCE",
+    "Drop",
+    "SynthOptions",
+    "SynthResult",
+    "SynthStats",
+    "self_judging_warning",
+    "split_evenly",
 ]
 
 FACTOID: Final = "factoid"
@@ -32,7 +49,8 @@ SOURCE_REFERENCE: Final = "source_reference"  # "according to the passage ..."
 LOW_REALISM: Final = "low_realism"
 DUPLICATE: Final = "duplicate"
 NO_DISTRACTORS: Final = "no_distractors"
-NO_DISTRACTOR_TERMS: Final = "no_distractor_terms"
+NO_DISTRACTOR_TERMS: Final = "no_distractor_terms"  # the rewrite used too few distractor words (after one retry)
+DRIFTED: Final = "drifted"  # the rewrite lost most of the plain question's words: a different question
 NO_PARTNER: Final = "no_partner"
 
 

@@ -111,13 +111,18 @@ class TermRarity:
     def idf(self, stem: str) -> float:
         return math.log((self._n + 1) / (self._df.get(stem, 0) + 1))
 
+    def specific(self, stem: str) -> bool:
+        """In at most 1 % of the chunks (at least 2): a word that points a search somewhere."""
+        return self._df.get(stem, 0) <= max(2, self._n // 100)
+
 
 _SURFACE_WORD = re.compile(r"[A-Za-z][A-Za-z0-9-]*[A-Za-z0-9]")
 
 
-def offer_terms(target: Chunk, fact: str, picked: Sequence[Chunk], rarity: TermRarity, limit: int = 8) -> list[str]:
-    """The distractors' words (as written) that neither the target nor the fact contains: words in
-    both distractors first, then the rarest in the corpus; one spelling per stem."""
+def offer_terms(target: Chunk, fact: str, picked: Sequence[Chunk], rarity: TermRarity, limit: int = 6) -> list[str]:
+    """The distractors' specific words (as written; in at most 1 % of the chunks) that neither the
+    target nor the fact contains: words in both distractors first, then the rarest; one spelling per
+    stem. Common words ("show", "factor") would not pull a search anywhere."""
     own = content_words(target.text) | content_words(fact)
     per_chunk = [content_words(c.text) for c in picked]
     seen: dict[str, str] = {}
@@ -127,7 +132,7 @@ def offer_terms(target: Chunk, fact: str, picked: Sequence[Chunk], rarity: TermR
             if len(stems) != 1:
                 continue  # a stopword, or a hyphenated compound read as two words
             (stem,) = stems
-            if stem not in own and stem not in seen and len(word) > 3:
+            if stem not in own and stem not in seen and len(word) > 3 and rarity.specific(stem):
                 seen[stem] = word
     ranked = sorted(seen, key=lambda st: (-sum(st in words for words in per_chunk), -rarity.idf(st), st))
     return [seen[st] for st in ranked[:limit]]

@@ -37,6 +37,12 @@ def _words(text: str, n: int) -> str:
     return " ".join(re.findall(r"[A-Za-z0-9]+", text)[:n])
 
 
+def _offered(body: dict[str, Any]) -> list[str]:
+    """The words an adversarial request asks the model to use (in the instruction, outside the data)."""
+    text = body["messages"][1]["content"]
+    return text.rsplit("Words to use (at least two): ", 1)[1].split(", ")
+
+
 def make_responder(rating: Callable[[str], int] = lambda q: 5,
                    question: Callable[[str], str] | None = None) -> Callable[[dict[str, Any]], Reply]:
     def respond(body: dict[str, Any]) -> Reply:
@@ -48,7 +54,7 @@ def make_responder(rating: Callable[[str], int] = lambda q: 5,
             q = question(sentence) if question else f"Is it true that {_words(sentence, 12).lower()}?"
             return Reply.json({"fact": sentence, "question": q})
         if task == "adversarial":  # uses the first two offered terms, claims none (the words are checked)
-            terms = " and ".join(payload["terms"][:2])
+            terms = " and ".join(_offered(body)[:2])
             return Reply.json({"question": f"With {terms} in mind, is it true that "
                                            f"{_words(payload['fact'], 8).lower()}?", "distractor_terms": []})
         if task == "multi_hop":
@@ -196,10 +202,43 @@ async def test_adversarial_rows_use_distractors_from_other_documents(server: Fak
         assert all(t.lower() in row["question"].lower() for t in meta["distractor_terms"])
         assert meta["base_question"].startswith("Is it true that")
     adversarial = [r.body for r in server.chat_requests if _task(r.body) == "adversarial"]
-    payload = fenced_payload(adversarial[0])
-    assert {"question", "fact", "terms", "distractor_topics"} <= set(payload)
-    # the offered terms come from the distractors and are words the target chunk lacks
-    assert payload["terms"] and len(payload["distractor_topics"]) >= 1
+    # the plain question and fact travel fenced; the words (plain words only) in the instruction
+    assert set(fenced_payload(adversarial[0])) == {"question", "fact"}
+    assert all(re.fullmatch(r"[A-Za-z][A-Za-z0-9-]*[A-Za-z0-9]", w) for w in _offered(adversarial[0]))
+
+
+async def test_adversarial_rewrite_gets_one_retry_naming_the_missed_words(server: FakeOpenAI,
+                                                                         corpus_dir: Path) -> None:
+    base = make_responder()
+
+    def respond(body: dict[str, Any]) -> Reply:
+        if _task(body) == "adversarial" and len(body["messages"]) == 2:  # first try: one word only
+            return Reply.json({"question": f"With {_offered(body)[0]} in mind, is it true that "
+                                           f"{_words(fenced_payload(body)['fact'], 8).lower()}?",
+                               "distractor_terms": _offered(body)})
+        return base(body)
+
+    server.responder = respond
+    result = await _synth(server, corpus_dir, n=1, kinds=("adversarial",))
+    assert result.stats.written == 1 and len(result.rows[0]["meta"]["distractor_terms"]) == 2
+    retries = [r.body for r in server.chat_requests if _task(r.body) == "adversarial" and len(r.body["messages"]) == 4]
+    assert len(retries) == 1
+    assert retries[0]["messages"][-1]["content"].startswith("Your question contains " + _offered(retries[0])[0])
+
+
+async def test_adversarial_rewrite_that_drifts_from_the_question_is_dropped(server: FakeOpenAI,
+                                                                           corpus_dir: Path) -> None:
+    base = make_responder()
+
+    def respond(body: dict[str, Any]) -> Reply:
+        if _task(body) == "adversarial":  # uses the words but asks something else
+            return Reply.json({"question": f"How do {' and '.join(_offered(body)[:2])} relate to each other?",
+                               "distractor_terms": []})
+        return base(body)
+
+    server.responder = respond
+    result = await _synth(server, corpus_dir, n=1, kinds=("adversarial",), max_attempts_factor=2)
+    assert result.stats.written == 0 and result.stats.dropped["drifted"] >= 1
 
 
 async def test_adversarial_question_without_distractor_terms_is_dropped(server: FakeOpenAI, corpus_dir: Path) -> None:
@@ -207,7 +246,7 @@ async def test_adversarial_question_without_distractor_terms_is_dropped(server: 
 
     def respond(body: dict[str, Any]) -> Reply:
         if _task(body) == "adversarial":  # claims to use the terms, but the question has only one of them
-            terms = fenced_payload(body)["terms"]
+            terms = _offered(body)
             return Reply.json({"question": f"What about {terms[0]} and the rest of it?", "distractor_terms": terms})
         return base(body)
 
@@ -224,7 +263,7 @@ async def test_adversarial_question_naming_the_target_passage_is_dropped(server:
 
     def respond(body: dict[str, Any]) -> Reply:
         if _task(body) == "adversarial":
-            terms = " and ".join(fenced_payload(body)["terms"][:2])
+            terms = " and ".join(_offered(body)[:2])
             return Reply.json({"question": f"What does the target passage say about {terms}?",
                                "distractor_terms": []})
         return base(body)
@@ -282,7 +321,7 @@ async def test_cli_chunking_options_reach_the_rows(server: FakeOpenAI, corpus_di
     assert chunking["overlap"] == 12 and chunking["count_title"] is True
 
 
-def test_offered_terms_are_distractor_words_the_target_lacks_rarest_first() -> None:
+def test_offered_terms_are_specific_distractor_words_the_target_lacks() -> None:
     from ragmon.datasets.chunking import Chunk
     from ragmon.datasets.synth_search import TermRarity, offer_terms, terms_used
 
@@ -297,7 +336,7 @@ def test_offered_terms_are_distractor_words_the_target_lacks_rarest_first() -> N
     offered = offer_terms(target, "Insulin signalling controls growth.", [b, c], rarity, limit=20)
     assert offered[0] == "Kinase"  # in both distractors
     assert "growth" not in [t.lower() for t in offered] and "effect" not in offered  # the target has them
-    assert offered.index("zebrafish") < offered.index("adults")  # rare before common
+    assert "zebrafish" in offered and "adults" not in offered  # "adults" is in most chunks: points nowhere
     used = terms_used("Does kinase activity in zebrafish control growth?", offered)
     assert set(used) == {"Kinase", "zebrafish", "activity"}
 
