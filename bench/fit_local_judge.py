@@ -100,6 +100,8 @@ def persist_embeddings(judge: LocalJudge, path: Path) -> Callable[[], None]:
     """Memoise the judge's embeddings (vectors and token states) on disk so refits do not
     re-embed; returns a saver."""
     store: dict[str, tuple[np.ndarray, TokenStates]] = {}
+    if judge._analyser.encoder._embedder.int8:  # int8 and float32 vectors differ: never mix them
+        path = path.with_name(path.stem + ".int8" + path.suffix)
     if path.is_file():
         with np.load(path, allow_pickle=False) as data:
             offs = data["offs"]

@@ -3,11 +3,12 @@
     python bench/judge_local.py [--traces 120] [--threads 2] [--no-write]
 
 Typical traces: 4 contexts of ~150 words and a ~120-word answer, built from the RAGTruth QA
-dev rows (their own passages re-cut into 150-word contexts). Three runs:
+dev rows (their own passages re-cut into 150-word contexts). Four runs:
 
 - cold: every context is new to the judge (its sentence-embedding cache cannot help);
 - warm: the same documents come back (a popular knowledge base): the cache serves them;
-- concurrent: cold traces scored by ``--threads`` worker threads, as the agent does.
+- concurrent: cold traces scored by ``--threads`` worker threads, as the agent does;
+- float32: cold, with the model's matrix products in float32 (``LocalJudge(int8=False)``).
 
 The stage split (split / embed / evidence / combine) is measured by the judge itself. The
 machine is shared, so the load average is printed next to the numbers. Results replace the
@@ -98,6 +99,9 @@ def main(argv: list[str] | None = None) -> int:
     judge.score_sync(*traces[0])  # warm-up: onnxruntime allocations, regex compilation
 
     cold_tps, cold_cpu, cold_stages = run_sequential(judge, traces)
+    float_judge = LocalJudge(cache_size=0, int8=False)
+    float_judge.score_sync(*traces[0])
+    float_tps, float_cpu, _ = run_sequential(float_judge, traces)
     warm_judge = LocalJudge(cache_size=50_000)
     run_sequential(warm_judge, traces)  # fills the cache
     warm_tps, warm_cpu, warm_stages = run_sequential(warm_judge, traces)
@@ -120,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
         f"| warm cache (documents seen before), 1 thread | {warm_tps:.1f} | {1000 / warm_tps:.0f} | {warm_cpu:.0f} | "
         f"{1000 / warm_cpu:.1f} |",
         f"| cold cache, {args.threads} threads | {conc_tps:.1f} | {1000 / conc_tps:.0f} | | |",
+        f"| cold cache, 1 thread, float32 path (`LocalJudge(int8=False)`) | {float_tps:.1f} | {1000 / float_tps:.0f} | "
+        f"{float_cpu:.0f} | {1000 / float_cpu:.1f} |",
         "",
         "Per-stage split (cold, 1 thread; ms per trace):",
         "",
@@ -137,9 +143,10 @@ def main(argv: list[str] | None = None) -> int:
         f"({'meets' if cold_cpu <= 100 else 'misses'} it); wall clock {best_wall:.1f} traces/s under this load, "
         f"{capacity:.1f}/s on two otherwise idle cores. Embedding is the dominant stage: the model reads every "
         "embedded sentence once, in batches cut by token length (`embedder.length_buckets`: padding against "
-        "runs), and at this size its float32 matrix products run near the core's peak, so the CPU cost follows "
-        "the tokens embedded. The sentence cache (on by default: 8192 sentences or 64 MiB with their token "
-        "states) is what makes repeated documents cheap.",
+        "runs), with its matrix products on int8 kernels (`scoring/onnx_int8.py`: the bundled int8 weights, "
+        "activations quantized with fixed calibrated ranges); the CPU cost follows the tokens embedded. The "
+        "sentence cache (on by default: 8192 sentences or 64 MiB with their token states) is what makes "
+        "repeated documents cheap.",
     ]
     section = "\n".join(lines)
     print(section)

@@ -1,5 +1,6 @@
 """Length-bucketed batches in the embedder: a text's vectors do not depend on the texts it was
-batched with, and the batch cutter covers every text once within the batch bound."""
+batched with (float32 and int8 paths), and the batch cutter covers every text once within the
+batch bound."""
 
 from __future__ import annotations
 
@@ -22,9 +23,10 @@ TEXTS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def embedder() -> Embedder:
-    return shared_embedder()
+@pytest.fixture(scope="module", params=[False, True], ids=["float32", "int8"])
+def embedder(request: pytest.FixtureRequest) -> Embedder:
+    # int8: activations are quantized with fixed ranges (not per batch), so this holds there too
+    return Embedder(int8=True) if request.param else shared_embedder()
 
 
 def test_vectors_do_not_depend_on_the_batch(embedder: Embedder) -> None:

@@ -3,7 +3,8 @@
 No network, no GPU, no LLM. For each trace it
 
 1. splits the answer into claims and each context into sentences (``claims``),
-2. embeds the question, the claims and the context sentences in one batch (``embedder``),
+2. embeds the question, the claims and the context sentences that share a word with them in
+   one batch (``embedder``; matrix products on int8 kernels, ``onnx_int8``),
 3. finds each claim's best evidence and checks words, numbers, negations and names
    against it (``evidence``),
 4. combines those interpretable features with coefficients fitted on human-labelled data

@@ -233,28 +233,32 @@ def sentences_to_embed(
     max_sentences: int,
 ) -> np.ndarray:
     """Which context sentences to embed: in long contexts, only the ``max_sentences`` that
-    share the most (rarity-weighted) words with the question or the answer. Embedding is
-    ~95% of the judge's time, and a sentence sharing no word with either is almost never
-    the best evidence or the most relevant one; its words still count for coverage."""
+    share the most (rarity-weighted) words with the question or the answer, and in any context
+    none that shares no word with either (but at least one sentence per context, its first
+    when none shares a word: context relevance reads each context's best sentence). Embedding
+    is most of the judge's time, and a sentence sharing no word with the question or the
+    answer is almost never the best evidence or the most relevant one; its words still count
+    for coverage. ``max_sentences`` <= 0: embed every sentence."""
     mask = np.ones(len(sentence_facts), dtype=bool)
     if max_sentences <= 0:
         return mask
     wanted = set(question_tokens)
     for f in claim_facts:
         wanted |= f.tokens
+    if not wanted:
+        return mask
     # the budget is per trace (max_sentences x 4 contexts): a trace with one long context (a
     # document to summarise, a JSON record) gets all of it, not 4 of its sentences
     per_context = max(max_sentences, (max_sentences * BUDGET_CONTEXTS) // max(1, len(ctx_sentences)))
     start = 0
     for sents in ctx_sentences:
         stop = start + len(sents)
-        if len(sents) > per_context:
-            overlap = [
-                (sum(rarity(t) for t in sentence_facts[j].tokens & wanted), -j) for j in range(start, stop)
-            ]
-            keep = {-j for _, j in sorted(overlap, reverse=True)[:per_context]}
-            for j in range(start, stop):
-                mask[j] = j in keep
+        ranked = sorted(
+            ((sum(rarity(t) for t in sentence_facts[j].tokens & wanted), -j) for j in range(start, stop)),
+            reverse=True,
+        )
+        keep = {-j for score, j in ranked[:per_context] if score > 0} or {-ranked[0][1]}
+        mask[start:stop] = [j in keep for j in range(start, stop)]
         start = stop
     return mask
 

@@ -63,17 +63,17 @@ def _nbytes(entry: Cached) -> int:
     return int(vec.nbytes + st.vectors.nbytes + st.ids.nbytes) + 200  # + key and object overhead
 
 
-_embedders: dict[tuple[str | None, str | None, int], Embedder] = {}
+_embedders: dict[tuple[str | None, str | None, int, bool], Embedder] = {}
 _embedders_lock = threading.Lock()
 
 
-def embedder_for(model_path: str | None, sha256: str | None, threads: int) -> Embedder:
-    """One shared embedder per model and thread count (loading it costs seconds)."""
+def embedder_for(model_path: str | None, sha256: str | None, threads: int, int8: bool = True) -> Embedder:
+    """One shared embedder per model, thread count and arithmetic (loading it costs seconds)."""
     # Batches are cut by token length (``embedder.length_buckets``); 32 bounds one run's memory.
-    key = (model_path, sha256, threads)
+    key = (model_path, sha256, threads, int8)
     with _embedders_lock:
         if key not in _embedders:
-            _embedders[key] = Embedder(model_path, sha256, threads=threads, batch_size=32)
+            _embedders[key] = Embedder(model_path, sha256, threads=threads, batch_size=32, int8=int8)
         return _embedders[key]
 
 
