@@ -16,10 +16,11 @@ document ids and scores, no text: what a deployment with a low content rate send
 (ragmon's SDK with its default content rate 1.0: a question, 5 documents of ~150 words, an answer).
 
 Each phase runs in its own process pinned to one CPU core, with a fresh consumer group, and
-reports its peak RSS (``RAGMON_BENCH_PROFILE=<path>`` also writes each agent phase's cProfile
-stats to ``<path>.<phase>``). A broker is started with ``scripts/kafka_broker.py`` unless
-``--bootstrap`` is given. ``--write-docs`` replaces the "Kafka ingest" section of
-``docs/benchmarks.md``::
+reports its CPU time over the timed part and its peak RSS (``RAGMON_BENCH_PROFILE=<path>`` also
+writes each agent phase's cProfile stats to ``<path>.<traffic>.<phase>``). The ceiling runs three
+times (before, between and after the agent's phases) and its median counts. A broker is started
+with ``scripts/kafka_broker.py`` unless ``--bootstrap`` is given. ``--write-docs`` replaces the
+"Kafka ingest" section of ``docs/benchmarks.md``::
 
     python bench/ingest.py --traces 20000 --write-docs
 """
@@ -39,6 +40,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs" / "benchmarks.md"
@@ -155,6 +157,7 @@ async def phase_ceiling(bootstrap: str, topic: str, spans: int, partitions: int)
     consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
     seen = 0
     started = time.perf_counter()
+    cpu = time.process_time()
     try:
         while seen < spans:
             batch = await consumer.getmany(timeout_ms=500, max_records=500)
@@ -163,9 +166,10 @@ async def phase_ceiling(bootstrap: str, topic: str, spans: int, partitions: int)
                     request = ExportTraceServiceRequest.FromString(record.value)
                     seen += sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
         elapsed = time.perf_counter() - started
+        cpu = time.process_time() - cpu
     finally:
         await consumer.stop()
-    return {"spans": seen, "seconds": elapsed}
+    return {"spans": seen, "seconds": elapsed, "cpu_seconds": cpu}
 
 
 class _NoJudge:
@@ -198,18 +202,30 @@ async def phase_agent(bootstrap: str, topic: str, spans: int, traces: int, fast:
         return sum(s.value for f in registry.collect() for s in f.samples
                    if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()))
 
+    def family(metric: Any, name: str) -> float:
+        # one family's samples, not the whole registry: the poll must not slow the agent it times
+        return sum(s.value for f in metric.collect() for s in f.samples if s.name == name)
+
+    def accounted() -> float:
+        m = agent.metrics
+        return family(m.traces_skipped, "ragmon_traces_skipped_total") + family(m.traces_scored,
+                                                                                "ragmon_traces_scored_total")
+
     await agent.start()
     started = None
+    cpu = time.process_time()
     try:
-        while value("ragmon_traces_skipped_total") + value("ragmon_traces_scored_total") < traces:
-            if started is None and value("ragmon_spans_received_total", source="kafka") > 0:
+        while accounted() < traces:
+            if started is None and family(agent.metrics.spans_received, "ragmon_spans_received_total") > 0:
                 started = time.perf_counter()
+                cpu = time.process_time()
             await asyncio.sleep(0.01)
         elapsed = time.perf_counter() - (started or time.perf_counter())
+        cpu = time.process_time() - cpu
         received = value("ragmon_spans_received_total", source="kafka")
     finally:
         await agent.stop()
-    return {"spans": received, "seconds": elapsed,
+    return {"spans": received, "seconds": elapsed, "cpu_seconds": cpu,
             "traces_accounted": value("ragmon_traces_skipped_total") + value("ragmon_traces_scored_total")}
 
 
@@ -232,7 +248,8 @@ def _phase_main(args: argparse.Namespace) -> None:
         profiler = cProfile.Profile()
         result = profiler.runcall(asyncio.run, phase_agent(args.bootstrap, args.topic, args.spans, args.traces,
                                                            fast=args.phase == "agent"))
-        profiler.dump_stats(f"{os.environ['RAGMON_BENCH_PROFILE']}.{args.phase}")
+        shape = args.topic.split("-")[2]  # bench-ingest-<shape>-<ns>
+        profiler.dump_stats(f"{os.environ['RAGMON_BENCH_PROFILE']}.{shape}.{args.phase}")
     else:
         result = asyncio.run(phase_agent(args.bootstrap, args.topic, args.spans, args.traces,
                                          fast=args.phase == "agent"))
@@ -248,8 +265,11 @@ def render(args: argparse.Namespace, results: dict[str, dict[str, dict[str, floa
 
     def row(label: str, result: dict[str, float], ceiling: dict[str, float]) -> str:
         r = rate(result)
-        return (f"| {label} | {r:,.0f} | {r / 3:,.0f} | {result['seconds']:.2f} | "
+        return (f"| {label} | {r:,.0f} | {r / 3:,.0f} | {result['seconds']:.2f} | {result['cpu_seconds']:.2f} | "
                 f"{result['peak_rss_mib']:.0f} MiB | {r / rate(ceiling):.0%} |")
+
+    def cpu_rate(result: dict[str, float]) -> float:
+        return result["spans"] / result["cpu_seconds"]
 
     lines = [
         SECTION_START,
@@ -266,8 +286,8 @@ def render(args: argparse.Namespace, results: dict[str, dict[str, dict[str, floa
         f"({sizes['ids']} bytes per message). **text**: ragmon's SDK with its default content rate 1.0 — "
         f"question, 5 documents of ~150 words with ids and scores, answer ({sizes['text']} bytes per message).",
         "",
-        "| traffic, path | spans/s | traces/s | seconds | peak RSS | of ceiling |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        "| traffic, path | spans/s | traces/s | seconds | CPU s | peak RSS | of ceiling |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     verdicts = []
     for shape, phases in results.items():
@@ -279,7 +299,10 @@ def render(args: argparse.Namespace, results: dict[str, dict[str, dict[str, floa
         ]
         ratio = rate(agent) / rate(ceiling)
         verdict = "stretch goal (50 %) met" if ratio >= 0.5 else "goal (25 %) met" if ratio >= 0.25 else "not met"
-        verdicts.append(f"**{shape}**: agent / ceiling **{ratio:.0%}**, fast path "
+        per_message = {name: 1e6 * r["cpu_seconds"] * 3 / r["spans"] for name, r in phases.items()}
+        verdicts.append(f"**{shape}**: agent / ceiling **{ratio:.0%}** ({cpu_rate(agent) / cpu_rate(ceiling):.0%} "
+                        f"by CPU time: {per_message['ceiling']:.0f} µs per message for the ceiling, "
+                        f"{per_message['agent']:.0f} µs for the agent), fast path "
                         f"{rate(agent) / rate(full):.1f}x the full path — {verdict}")
     lines += [
         "",
@@ -287,7 +310,11 @@ def render(args: argparse.Namespace, results: dict[str, dict[str, dict[str, floa
         "",
         "The agent's time runs from its first span to the moment every trace is accounted for "
         "(`ragmon_traces_skipped_total{reason=\"not_sampled\"}`); the ceiling's from its first fetch "
-        "to the last span parsed. On the fast path a text-bearing span is read like an ids-only one: "
+        "to the last span parsed. The ceiling row is the median of three runs, before, between and after "
+        "the agent's phases (one run takes a fraction of a second and catches the machine's load at one "
+        "moment). *CPU s* is the phase's own CPU time over the same span of time: less sensitive to "
+        "other work on the machine than the wall-clock rates, which the goal is judged on. On the fast "
+        "path a text-bearing span is read like an ids-only one: "
         "its text keys are looked at by key and skipped (only where they are is kept); the one value "
         "read per trace is the first document's text, to tell `contexts_source` (blank text is none).",
         "",
@@ -297,19 +324,25 @@ def render(args: argparse.Namespace, results: dict[str, dict[str, dict[str, floa
     return "\n".join(lines)
 
 
-# Where the time goes: from a profiled run (RAGMON_BENCH_PROFILE=<path> writes <path>.agent and
-# <path>.agent-full pstats files). Kept by hand: a profile is not re-measured on every run.
+# Where the time goes: from a profiled run (RAGMON_BENCH_PROFILE=<path> writes <path>.<traffic>.agent
+# and <path>.<traffic>.agent-full pstats files). Kept by hand: a profile is not re-measured on every run.
 PROFILE_NOTE = (
     "Where the fast path's time goes (cProfile of the agent phase, `RAGMON_BENCH_PROFILE=/tmp/prof "
-    "python bench/ingest.py --traces 10000`, shares of the time spent handling messages): the light "
-    "protobuf read (`ingest/otlp_light.py`: one Python object per attribute key, values for the latency "
-    "keys only, a `LightSpan` per span) about 30 %; assembly and the latency-only view of each closed "
-    "trace (`ingest/assembler.py`, `ingest/extract/_latency.py`; the document ids about a quarter of it) "
-    "about 45 %; metrics and accounting (`agent/_latency.py`, prometheus_client) about 20 %; the Kafka "
-    "source's own bookkeeping the rest. The ceiling parses with protobuf's C "
-    "implementation and never touches an attribute from Python; every attribute the agent must look "
-    "at costs about as much as parsing the whole message, so a further step needs fewer Python "
-    "objects per attribute (e.g. a compiled scanner), not a different consumer."
+    "python bench/ingest.py --traces 10000`, shares of the Kafka source's poll loop, ids and text alike): "
+    "the protobuf parse and the light read (`ingest/otlp_light.py`: one memo lookup per attribute key, "
+    "values for the latency keys and the document ids and scores only, filed by document as they are read; "
+    "a `LightSpan` per span) about a third; assembly and the latency-only view of each closed trace "
+    "(`ingest/assembler.py`, `ingest/extract/_latency.py`) about 40 %, three quarters of it the view; "
+    "metrics and accounting (`agent/_latency.py`, prometheus_client through `ingest/tally.py`: one update "
+    "per metric child per fetched batch) about 16 %; delivery-token bookkeeping and the source's own work "
+    "the rest. No stage dominates any more: every attribute the agent reads still costs Python objects "
+    "(a key, a value) that the ceiling, parsing in C and touching no attribute, never makes. The goal "
+    "needs the agent within four times the ceiling's CPU per message (about 30 µs on ids traffic), and "
+    "the light read alone takes about that; so it needs a compiled scanner that reads the few needed "
+    "keys straight from the message bytes, not more of the same. For comparison, the code before the "
+    "per-batch metrics, the key memo and the documents filed at decode time, in this bench on "
+    "2026-12-01 20:13 UTC (load 5.2): ids 8 % of the ceiling (128 µs CPU per message), fast path 1.8x "
+    "the full path; text 11 % (145 µs), 2.1x."
 )
 
 
@@ -355,8 +388,19 @@ def main() -> int:
         load_before = os.getloadavg()[0]
         results: dict[str, dict[str, dict[str, float]]] = {}
         for shape, topic in topics.items():
-            results[shape] = {name: run_phase(name, args, bootstrap, topic, spans, partitions)
-                              for name in ("ceiling", "agent", "agent-full")}
+            # The ceiling takes a fraction of a second, so one run catches the machine's load at one
+            # moment: it runs before, between and after the agent's phases, and its median counts.
+            phases: dict[str, dict[str, float]] = {}
+            ceilings = []
+            for name in ("ceiling", "agent", "ceiling", "agent-full", "ceiling"):
+                result = run_phase(name, args, bootstrap, topic, spans, partitions)
+                if name == "ceiling":
+                    ceilings.append(result)
+                else:
+                    phases[name] = result
+            ceilings.sort(key=lambda r: r["spans"] / r["seconds"])
+            phases["ceiling"] = ceilings[len(ceilings) // 2]
+            results[shape] = phases
         load_after = os.getloadavg()[0]
     finally:
         if broker is not None:

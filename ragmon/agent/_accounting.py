@@ -54,7 +54,8 @@ class AccountingMixin(AgentState):
             self._recent.add(trace_id)
         if trace_id in self._in_flight:
             return  # an earlier copy of this trace is still being judged and holds the tokens
-        tokens = self._trace_tokens.pop(trace_id, set()) | set(closed.tokens)
+        held = self._trace_tokens.pop(trace_id, None)
+        tokens = closed.tokens if held is None else held | closed.tokens
         for token in tokens:
             holders = self._token_traces.get(token)
             if holders is None:

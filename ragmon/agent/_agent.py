@@ -20,6 +20,7 @@ from ..export.worst import WorstTraces
 from ..ingest.assembler import ClosedTrace, TraceAssembler
 from ..ingest.extract import ExtractSettings
 from ..ingest.source import SpanSource
+from ..ingest.tally import Tally
 from ..scoring.judge import Judge
 from ..scoring.power import JudgeCost, PowerSampler, PowerTarget
 from ..scoring.sampler import SamplingPolicy
@@ -83,6 +84,8 @@ class Agent(LifecycleMixin):
         self._recent = _RecentIds(config.dedup_size)
         self._p95: dict[tuple[str, str, str], SlidingQuantile] = {}
         self._series: dict[tuple[str, str], Any] = {}
+        self._tally = Tally()
+        self._batching = 0
         self._listeners: list[ScoreListener] = []
         if config.export_judged:  # judged traces for `ragmon dataset harvest` (bounded, rotating JSONL)
             from ..datasets.harvest import JudgedSink

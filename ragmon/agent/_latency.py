@@ -5,6 +5,10 @@ priority rule may) its ``RagTrace`` is built and the decision is the full path's
 
 ``latency_only`` tells the sources which traces they may read lightly (``ingest/otlp_light.py``);
 ``fast_path=False`` (``--no-fast-path``) turns the path off, e.g. to compare both.
+
+Counters and latency histograms of both paths go through the agent's ``Tally`` (``ingest/tally.py``),
+applied once per submission or fetched batch (``_steps.py``); the histograms of both paths share it
+so that their sums add the same values in the same order.
 """
 
 from __future__ import annotations
@@ -48,39 +52,44 @@ class LatencyOnlyMixin(AccountingMixin):
             self._skip_not_rag(closed, lt.service)
             return None
         key = m.labels_sp(lt.service, lt.pipeline)
-        service, pipeline = key
         series = self._series.get(key)
         if series is None:
-            series = self._series[key] = _Series(self, service, pipeline)
-        series.get("received", m.traces_received).inc()
+            series = self._series[key] = _Series(self, *key)
+        tally = self._tally
+        tally.inc(series.get("received", m.traces_received))
         if not lt.complete:
-            m.traces_incomplete.labels(service, pipeline).inc()
+            tally.inc(series.get("incomplete", m.traces_incomplete))
         trace_id = lt.trace_id
         if trace_id in self._recent or trace_id in self._in_flight:
-            m.traces_duplicate.labels(service, pipeline).inc()
-            m.traces_skipped.labels(service, pipeline, sc.SKIP_DUPLICATE).inc()
+            tally.inc(series.get("duplicate", m.traces_duplicate))
+            tally.inc(series.get("skipped:" + sc.SKIP_DUPLICATE, m.traces_skipped, sc.SKIP_DUPLICATE))
             self._account(closed, remember=False)
             return None
-        # _observe_latency, with the children kept (a labels() lookup costs more than the observation)
+        # _observe_latency, with the children kept (a labels() lookup costs more than the observation);
+        # the plausible range is checked inline, _plausible counts and logs what falls outside it
+        max_s = self.config.latency_max_s
         retrieval_s = lt.retrieval_latency_s
-        if self._plausible(retrieval_s):
-            series.get("retrieval", m.retrieval_latency).observe(retrieval_s)
-            series.window("retrieval").observe(retrieval_s)
         if retrieval_s is not None:
-            series.get("documents", m.retrieved_documents).observe(lt.document_count)
-        if self._plausible(lt.generation_latency_s):
-            series.get("generation", m.generation_latency).observe(lt.generation_latency_s)
-        if self._plausible(lt.pipeline_latency_s):
-            series.get("pipeline", m.pipeline_latency).observe(lt.pipeline_latency_s)
-            series.window("pipeline").observe(lt.pipeline_latency_s)
-        if lt.contexts_source in sc.CONTEXTS_SOURCES:
-            m.contexts_source.labels(service, pipeline, lt.contexts_source).inc()
+            if 0.0 <= retrieval_s <= max_s or self._plausible(retrieval_s):
+                tally.observe(series.get("retrieval", m.retrieval_latency), retrieval_s)
+                series.window("retrieval").observe(retrieval_s)
+            tally.observe(series.get("documents", m.retrieved_documents), lt.document_count)
+        generation_s = lt.generation_latency_s
+        if generation_s is not None and (0.0 <= generation_s <= max_s or self._plausible(generation_s)):
+            tally.observe(series.get("generation", m.generation_latency), generation_s)
+        pipeline_s = lt.pipeline_latency_s
+        if pipeline_s is not None and (0.0 <= pipeline_s <= max_s or self._plausible(pipeline_s)):
+            tally.observe(series.get("pipeline", m.pipeline_latency), pipeline_s)
+            series.window("pipeline").observe(pipeline_s)
+        source = lt.contexts_source
+        if source in sc.CONTEXTS_SOURCES:
+            tally.inc(series.get("contexts:" + source, m.contexts_source, source))
         self._power.observe_traffic(key)
-        self._releases.observe(service, lt.service, pipeline, _release_attributes(lt))
+        self._releases.observe(key[0], lt.service, key[1], _release_attributes(lt))
         rate = self._power.rate_for(key) if self._power.adaptive else None
         if self._may_be_judged(lt, rate):
             return closed.trace, rate  # the full extraction, and the full path's own decision
-        series.get("not_sampled", m.traces_skipped, sc.SKIP_NOT_SAMPLED).inc()
+        tally.inc(series.get("not_sampled", m.traces_skipped, sc.SKIP_NOT_SAMPLED))
         self._account(closed)
         return None
 
@@ -102,15 +111,16 @@ class LatencyOnlyMixin(AccountingMixin):
     def _observe_latency(self, service: str, pipeline: str, retrieval_s: float | None, documents: int,
                          generation_s: float | None, pipeline_s: float | None) -> None:
         m = self.metrics
+        tally = self._tally  # as the latency-only path records: the same histogram sums
         if self._plausible(retrieval_s):
-            m.retrieval_latency.labels(service, pipeline).observe(retrieval_s)
+            tally.observe(m.retrieval_latency.labels(service, pipeline), retrieval_s)
             self._window("retrieval", service, pipeline).observe(retrieval_s)
         if retrieval_s is not None:
-            m.retrieved_documents.labels(service, pipeline).observe(documents)
+            tally.observe(m.retrieved_documents.labels(service, pipeline), documents)
         if self._plausible(generation_s):
-            m.generation_latency.labels(service, pipeline).observe(generation_s)
+            tally.observe(m.generation_latency.labels(service, pipeline), generation_s)
         if self._plausible(pipeline_s):
-            m.pipeline_latency.labels(service, pipeline).observe(pipeline_s)
+            tally.observe(m.pipeline_latency.labels(service, pipeline), pipeline_s)
             self._window("pipeline", service, pipeline).observe(pipeline_s)
 
     def _plausible(self, latency_s: float | None) -> TypeGuard[float]:
@@ -165,9 +175,19 @@ class _Series:
 def _release_attributes(lt: LatencyTrace) -> dict[str, Any]:
     if lt.model is None and lt.prompt_version is None:
         return _NO_ATTRIBUTES
-    out: dict[str, Any] = {}
-    if lt.model is not None:
-        out[sc.LLM_MODEL_NAME] = lt.model
-    if lt.prompt_version is not None:
-        out[sc.LLM_PROMPT_TEMPLATE_VERSION] = lt.prompt_version
+    key = (lt.model, lt.prompt_version)
+    out = _RELEASE_ATTRIBUTES.get(key)
+    if out is None:  # the same few models and prompt versions come in every trace: made once, read-only
+        out = {}
+        if lt.model is not None:
+            out[sc.LLM_MODEL_NAME] = lt.model
+        if lt.prompt_version is not None:
+            out[sc.LLM_PROMPT_TEMPLATE_VERSION] = lt.prompt_version
+        if len(lt.model or "") + len(lt.prompt_version or "") <= 256:  # values are the sender's: bounded
+            if len(_RELEASE_ATTRIBUTES) >= 1024:
+                _RELEASE_ATTRIBUTES.clear()
+            _RELEASE_ATTRIBUTES[key] = out
     return out
+
+
+_RELEASE_ATTRIBUTES: dict[tuple[str | None, str | None], dict[str, Any]] = {}

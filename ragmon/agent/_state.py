@@ -21,6 +21,7 @@ from ..export.server import MetricsServer
 from ..export.worst import WorstTraces
 from ..ingest.assembler import ClosedTrace, TraceAssembler
 from ..ingest.source import SpanSource
+from ..ingest.tally import Tally
 from ..scoring.judge import Judge
 from ..scoring.power import JudgeCost, PowerSampler
 from ..scoring.sampler import SamplingPolicy
@@ -74,6 +75,8 @@ class AgentState:
     _recent: _RecentIds
     _p95: dict[tuple[str, str, str], SlidingQuantile]
     _series: dict[tuple[str, str], Any]  # (service, pipeline) -> metric children (_latency._Series)
+    _tally: Tally  # metric updates not yet applied (flushed at the end of a submission or batch)
+    _batching: int  # open batch() scopes: flush when the outermost ends
     _listeners: list[ScoreListener]
     _log_once: LogOnce
     # delivery-token bookkeeping (see ingest/source.py)

@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 
 from .. import semconv as sc
 from ..errors import JudgeBudgetExceeded, JudgeError
@@ -24,6 +25,7 @@ class TraceStepsMixin(LatencyOnlyMixin, AdmissionMixin):
     def submit(self, spans: Sequence[AnySpan], token: Hashable | None = None) -> None:
         closed: list[ClosedTrace] = []
         touched: set[str] = set()
+        add = self._assembler.add
         for span in spans:
             if span.dropped_attributes_count:
                 self.metrics.span_attribute_limit.labels(
@@ -33,24 +35,40 @@ class TraceStepsMixin(LatencyOnlyMixin, AdmissionMixin):
             if sc.SERVICE_VERSION in span.resource:
                 self._releases.note_resource(span.service_name or sc.UNKNOWN_LABEL, span.resource)
             try:
-                closed.extend(self._assembler.add(span, token))
+                found = add(span, token)
             except Exception:  # noqa: BLE001  # one bad span never stops the agent
                 self.metrics.dropped.labels(sc.DROP_MALFORMED_SPAN).inc()
                 self._log_once.warning("assemble", "could not assemble span %s", span.span_id, exc_info=True)
                 continue
+            if found:
+                closed.extend(found)
             touched.add(span.trace_id)
+        self._process_closed(closed)
         if token is not None:
-            # Register references before processing: a trace may be accounted synchronously.
-            closed_ids = {c.trace_id for c in closed}
+            # The token is held by the traces it touched that are still open or being judged;
+            # those accounted just now (the usual case: a trace in one message) need no entry.
+            # (The judge runs only once this returns, so nothing in between can release them.)
+            in_flight, is_open = self._in_flight, self._assembler.is_open
             for trace_id in touched:
-                if trace_id in closed_ids or trace_id in self._in_flight or self._assembler.is_open(trace_id):
+                if trace_id in in_flight or is_open(trace_id):
                     self._token_traces.setdefault(token, set()).add(trace_id)
                     self._trace_tokens.setdefault(trace_id, set()).add(token)
-        self._process_closed(closed)
-        if token is not None and not self._token_traces.get(token):
-            self._token_traces.pop(token, None)
-            self._release(token)
+            if not self._token_traces.get(token):
+                self._token_traces.pop(token, None)
+                self._release(token)
         self._export_assembler_drops()
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Submissions inside apply their metric updates together at the end (a source hands a
+        fetched batch over like this; nothing may await inside, see ``ingest/tally.py``)."""
+        self._batching += 1
+        try:
+            yield
+        finally:
+            self._batching -= 1
+            if not self._batching:
+                self._tally.flush()
 
     async def flush_where(self, predicate: Callable[[Hashable], bool], timeout_s: float) -> None:
         self._process_closed(self._assembler.close_where(predicate))
@@ -62,14 +80,18 @@ class TraceStepsMixin(LatencyOnlyMixin, AdmissionMixin):
 
     # ------------------------------------------------------------------ pipeline
     def _process_closed(self, closed: Sequence[ClosedTrace]) -> None:
-        for item in closed:
-            try:
-                self._process_one(item)
-            except Exception:  # noqa: BLE001  # one bad trace never stops the agent (rule 2)
-                self._log_once.warning("process", "internal error processing trace %s",
-                                       item.trace_id, exc_info=True)
-                self._count_failed(item.trace, sc.FAIL_INTERNAL)
-                self._account(item)
+        try:
+            for item in closed:
+                try:
+                    self._process_one(item)
+                except Exception:  # noqa: BLE001  # one bad trace never stops the agent (rule 2)
+                    self._log_once.warning("process", "internal error processing trace %s",
+                                           item.trace_id, exc_info=True)
+                    self._count_failed(item.trace, sc.FAIL_INTERNAL)
+                    self._account(item)
+        finally:
+            if not self._batching:
+                self._tally.flush()
 
     def _process_one(self, closed: ClosedTrace) -> None:
         if closed.latency is not None:  # read for latency only (_latency.py): the same steps, lighter

@@ -211,14 +211,16 @@ class TraceAssembler:
             return closed
         entry.spans.append(span)
         entry.span_ids.add(span.span_id)
-        if entry.light and not isinstance(span, LightSpan):
+        light = type(span) is LightSpan
+        if entry.light and not light:
             entry.light = False
-        entry.has_pipeline = entry.has_pipeline or _marks_pipeline(span)
+        if not entry.has_pipeline and span.attributes:
+            entry.has_pipeline = _marks_pipeline(span)
         if self._max_bytes is not None:
-            size = _approx_size(span)
+            size = span.size if light else _approx_size(span)  # type: ignore[union-attr]
             entry.size += size
             self._buffered += size
-        if _is_root(span, entry) and not entry.root_seen:
+        if (span.parent_span_id is None or _is_root(span, entry)) and not entry.root_seen:
             entry.root_seen = True
             if self._grace <= 0:
                 closed.append(self._close(trace_id, REASON_ROOT))

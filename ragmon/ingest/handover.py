@@ -9,8 +9,10 @@ and other requests waiting. A broken probe never takes a receiver down: it admit
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import Final
 
 from ..types import SpanRecord
@@ -27,6 +29,13 @@ def latency_only_of(sink: SpanSink) -> LatencyOnly | None:
     None for a sink without it: every span is decoded in full."""
     value = getattr(sink, "latency_only", None)
     return value if isinstance(value, LatencyOnly) else None
+
+
+def batch_of(sink: SpanSink) -> AbstractContextManager[object]:
+    """The sink's ``batch()`` scope (submissions inside apply their metric updates together at
+    its end), or a scope that does nothing for a sink without one."""
+    batch = getattr(sink, "batch", None)
+    return batch() if callable(batch) else contextlib.nullcontext()
 
 
 def admits(sink: SpanSink, spans: Sequence[SpanRecord | LightSpan]) -> bool:

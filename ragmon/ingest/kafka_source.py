@@ -29,12 +29,13 @@ from aiokafka.helpers import create_ssl_context
 
 from .. import semconv as sc
 from ..errors import ConfigError, DecodeError
-from .handover import latency_only_of
+from .handover import batch_of, latency_only_of
 from .offsets import OffsetTracker, PartitionKey
 from .otlp import decode_traces_payload
 from .otlp_light import LatencyOnly
 from .settings import KafkaSourceSettings
 from .source import KafkaSourceMetrics, SpanSink
+from .tally import Tally
 
 log = logging.getLogger("ragmon.kafka")
 
@@ -137,6 +138,7 @@ class KafkaSource:
         self._topic_counters: dict[str, Any] = {}
         self._spans_counter = metrics.spans_received.labels(self.name)
         self._ok_counter = metrics.requests_received.labels(self.name, "ok")
+        self._tally = Tally()  # per-message counts, applied once per partition batch
 
     # --- SpanSource -------------------------------------------------------------------------
     async def start(self, sink: SpanSink) -> None:
@@ -244,13 +246,18 @@ class KafkaSource:
         for tp, records in batches.items():
             if tp not in self._assigned:
                 continue  # revoked while we were busy: its next owner reads these again
-            for record in records:
-                if self._sink.backpressure():
-                    # Stop mid-batch and re-read the rest after resuming, rather than pushing
-                    # a whole fetch (up to max_poll_records) past a full judge backlog.
-                    consumer.seek(tp, record.offset)
-                    break
-                self._handle(record)
+            # one partition's records as one batch: metric updates applied once at its end
+            try:
+                with batch_of(self._sink):
+                    for record in records:
+                        if self._sink.backpressure():
+                            # Stop mid-batch and re-read the rest after resuming, rather than pushing
+                            # a whole fetch (up to max_poll_records) past a full judge backlog.
+                            consumer.seek(tp, record.offset)
+                            break
+                        self._handle(record)
+            finally:
+                self._tally.flush()
             await asyncio.sleep(0)  # let releases and the judge run between partitions
         if batches:
             self._recovered()
@@ -293,7 +300,7 @@ class KafkaSource:
         counter = self._topic_counters.get(record.topic)
         if counter is None:  # label lookups cost more than the increment: keep the children
             counter = self._topic_counters[record.topic] = self._metrics.kafka_messages.labels(record.topic)
-        counter.inc()
+        self._tally.inc(counter)
         value: bytes = record.value or b""
         if len(value) > self._config.kafka_max_message_bytes:
             self._poison(record, sc.DROP_OVERSIZE_MESSAGE,
@@ -310,13 +317,13 @@ class KafkaSource:
         except DecodeError as exc:
             self._poison(record, sc.DROP_POISON_MESSAGE, f"{exc.reason}: {exc}")
             return
-        self._ok_counter.inc()
+        self._tally.inc(self._ok_counter)
         if batch.rejected_spans:
             self._metrics.dropped.labels(sc.DROP_MALFORMED_SPAN).inc(batch.rejected_spans)
             self._log_once("malformed_span", "kafka: skipped malformed spans in %s[%d]@%d: %s",
                            record.topic, record.partition, record.offset, "; ".join(batch.errors[:3]))
         if batch.spans:
-            self._spans_counter.inc(len(batch.spans))
+            self._tally.inc(self._spans_counter, len(batch.spans))
             self._sink.submit(batch.spans, token)
         else:
             self._tracker.release(key, record.offset)

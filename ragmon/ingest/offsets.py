@@ -42,7 +42,9 @@ class OffsetTracker:
 
     def track(self, key: PartitionKey, offset: int) -> None:
         """A message was handed out; it stays pending until ``release``."""
-        part = self._parts.setdefault(key, _Partition())
+        part = self._parts.get(key)
+        if part is None:  # (not setdefault: that would build a _Partition for every message)
+            part = self._parts[key] = _Partition()
         if part.start is None:
             part.start = offset
         if part.next_offset is not None and offset < part.next_offset:

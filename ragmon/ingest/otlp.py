@@ -191,7 +191,7 @@ def _decode_protobuf(raw: bytes, latency_only: LatencyOnly | None = None) -> Spa
     if latency_only is not None:
         from .otlp_light import convert_request_light  # imports this module: resolved at first use
 
-        return convert_request_light(request, latency_only)
+        return convert_request_light(request, latency_only, len(raw))
     return _convert_request(request)
 
 

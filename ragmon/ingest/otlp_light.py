@@ -11,6 +11,13 @@ depends on content can read that one value later (``value``); of the events only
 a ``db.query.result`` (a retriever). A ``LightSpan`` keeps a reference to its protobuf span, so a
 trace that a priority rule picks for the judge is rebuilt in full (``to_record``).
 
+What it costs is Python work per attribute, so that is kept small: what to do with a key is worked
+out once per distinct key (``_KeyPlans``: one dict lookup per attribute after that); flattened
+document ids and scores are filed by document as they are read (``LightSpan.docs``: the
+extraction's ``indexed_fields`` split, done once); the resource's attributes are decoded once per
+distinct resource; a span's size for the assembler's byte bound is its share of the message's
+length, not a ``ByteSize`` per span; with no judging rate at all the trace id is not hashed.
+
 Everything else — id validation, rejected spans and their messages — is ``otlp.py``'s: a span
 that is not plainly valid is handed to the full decoder, which rejects it as before.
 """
@@ -19,8 +26,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Final
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from .. import semconv as sc
@@ -51,6 +60,68 @@ _ZERO_TRACE = bytes(16)
 _ZERO_SPAN = bytes(8)
 _SPAN_OVERHEAD = 300  # as the assembler's estimate for a decoded span
 _NO_CONTENT: Mapping[str, int] = {}
+_NO_DOCS: Mapping[str, Mapping[int, Mapping[str, AttrValue]]] = {}
+
+# What the decoder does with an attribute key (``_KeyPlans``): skip it, read its value (into the
+# span's attributes, its documents or both), or keep where it is (content); a flattened document
+# key also says where it goes (prefix, index, field).
+_SKIP: Final = 0
+_VALUE: Final = 1
+_CONTENT: Final = 2
+_DOC: Final = 3
+_BOTH: Final = 4
+DocRef = tuple[str, int, str]
+KeyPlan = tuple[int, DocRef | None]
+_MAX_PLANS = 4096  # keys are the sender's: a bounded memo, then classified each time ...
+_MAX_PLAN_KEY = 256  # ... and only short keys are kept (a hostile sender's 1 MB keys are not)
+_FIELD_PREFIX = "document."  # the fields of a flattened document: document.id, document.score, ...
+
+
+class _KeyPlans:
+    """Each attribute key's ``KeyPlan``, worked out once: the same few hundred keys come in every
+    span, and one dict lookup costs less than the prefix and suffix tests it replaces."""
+
+    __slots__ = ("_keys", "_plans")
+
+    def __init__(self, keys: frozenset[str]) -> None:
+        self._keys = keys
+        self._plans: dict[str, KeyPlan] = {}
+
+    def get(self, key: str) -> KeyPlan:
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._classify(key)
+            if len(self._plans) < _MAX_PLANS and len(key) <= _MAX_PLAN_KEY:
+                self._plans[key] = plan
+        return plan
+
+    def _classify(self, key: str) -> KeyPlan:
+        doc = _doc_ref(key)
+        if key in self._keys:
+            return (_VALUE, None) if doc is None else (_BOTH, doc)
+        if key.startswith(DOCUMENT_PREFIXES):
+            if not key.endswith(DOCUMENT_LATENCY_SUFFIXES):
+                return _CONTENT, doc  # document text or metadata
+            # an id or score; one no reader indexes stays an attribute (the role fallback sees it)
+            return (_VALUE, None) if doc is None else (_DOC, doc)
+        if key in CONTENT_KEYS or key.startswith(CONTENT_PREFIXES):
+            return _CONTENT, None
+        return _SKIP, None  # not read by the extraction, or read only for judged traces
+
+
+def _doc_ref(key: str) -> DocRef | None:
+    """``extract._values.indexed_fields``' reading of a flattened document key: its prefix, index
+    and field, or None when that reader would skip it (only ASCII digits make an index)."""
+    for prefix in DOCUMENT_PREFIXES:
+        if key.startswith(prefix):
+            index, dot, name = key[len(prefix):].partition(".")
+            if dot and index.isascii() and index.isdigit() and name.startswith(_FIELD_PREFIX):
+                # (int() refuses an index of thousands of digits: the ValueError sends the span to
+                # the full decoder, whose extraction fails on it the same way)
+                return prefix, int(index), name
+            return None
+    return None
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,27 +131,38 @@ class LatencyOnly:
 
     bound: float
     keys: frozenset[str]
+    plans: _KeyPlans = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "plans", _KeyPlans(self.keys))
 
     def light(self, fraction: float) -> bool:
         """Not inside ``bound`` (``in_sample`` on the trace's fraction)."""
         return self.bound <= 0.0 or (self.bound < 1.0 and fraction >= self.bound)
 
 
+#: prefix -> document index -> field -> value (ids, scores) or, for content, the key holding it
+DocFields = Mapping[str, Mapping[int, Mapping[str, AttrValue]]]
+
+
 class LightSpan:
     """A span read for latency only: what ``SpanRecord`` has, minus all attributes but the
-    latency keys, plus the span's role, its trace's sampling fraction and its protobuf span."""
+    latency keys (``attributes``; document ids and scores apart, in ``docs``), plus the span's
+    role, its trace's sampling fraction (0.0 when no rate can judge it: not computed then) and its
+    protobuf span."""
 
-    __slots__ = ("_proto", "_record", "_scope", "attributes", "content", "dropped_attributes_count",
-                 "end_time_ns", "fraction", "name", "parent_is_remote", "parent_span_id", "resource",
-                 "retriever_event", "role", "service_name", "size", "span_id", "start_time_ns",
-                 "status_code", "trace_id")
+    __slots__ = ("_proto", "_record", "_scope", "attributes", "content", "doc_content", "docs",
+                 "dropped_attributes_count", "end_time_ns", "fraction", "name", "parent_is_remote",
+                 "parent_span_id", "resource", "retriever_event", "role", "service_name", "size", "span_id",
+                 "start_time_ns", "status_code", "trace_id")
 
     events = ()  # only whether one is a retriever's result is kept (retriever_event)
 
     def __init__(self, proto: Span, scope: str, trace_id: str, span_id: str, parent_span_id: str | None,
                  parent_is_remote: bool, fraction: float, attributes: dict[str, AttrValue],
                  resource: Mapping[str, AttrValue], service_name: str | None,
-                 content: Mapping[str, int] = _NO_CONTENT, retriever_event: bool = False) -> None:
+                 content: Mapping[str, int] = _NO_CONTENT, retriever_event: bool = False,
+                 docs: DocFields = _NO_DOCS, doc_content: DocFields = _NO_DOCS, size: int | None = None) -> None:
         self._proto = proto
         self._record: SpanRecord | None = None
         self._scope = scope
@@ -99,12 +181,14 @@ class LightSpan:
         self.dropped_attributes_count: int = proto.dropped_attributes_count
         self.content = content  # content key -> position of its (last) occurrence in proto.attributes
         self.retriever_event = retriever_event
-        role = declared_role(attributes, retriever_event)
-        if role is None and (content or attributes):
+        self.docs = docs  # flattened document ids and scores, as extract's indexed_fields reads them
+        self.doc_content = doc_content  # ... and which content key holds each document's text or metadata
+        role = declared_role(attributes, retriever_event) if attributes or retriever_event else None
+        if role is None and (content or attributes or docs):
             role = _key_role(proto)
         self.role = role or None
-        # what this span holds: its protobuf message (the assembler bounds buffered bytes)
-        self.size = _SPAN_OVERHEAD + len(self.name) + proto.ByteSize()
+        # what this span holds: its share of the protobuf message (the assembler bounds buffered bytes)
+        self.size = _SPAN_OVERHEAD + len(self.name) + (proto.ByteSize() if size is None else size)
 
     @property
     def duration_s(self) -> float:
@@ -142,7 +226,7 @@ def _key_role(proto: Span) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: one per message, and a frozen __init__ costs twice as much
 class LightBatch:
     """``otlp.DecodedBatch`` with ``LightSpan``s among its spans (an ``otlp.SpanBatch``)."""
 
@@ -151,20 +235,56 @@ class LightBatch:
     errors: list[str] = field(default_factory=list)
 
 
-def convert_request_light(request: ExportTraceServiceRequest, latency_only: LatencyOnly) -> LightBatch:
-    """``otlp._convert_request`` with ``LightSpan``s for spans of traces outside the judging bound."""
+_MAX_RESOURCES = 256
+_MAX_RESOURCE_BYTES = 4096  # a bigger resource is decoded each time, not kept
+
+
+class _Resources:
+    """Resource attributes by their serialized bytes: every message of a service repeats the same
+    resource, and one ``SerializeToString`` costs less than decoding its attributes again. The
+    dicts are shared read-only, as spans of one message already share theirs."""
+
+    def __init__(self) -> None:
+        self._seen: dict[bytes, tuple[Mapping[str, AttrValue], str | None]] = {}
+
+    def get(self, resource: Resource) -> tuple[Mapping[str, AttrValue], str | None]:
+        raw = resource.SerializeToString()
+        found = self._seen.get(raw)
+        if found is None:
+            attributes = _attributes(resource.attributes)
+            service = attributes.get("service.name")
+            found = attributes, (str(service) if service is not None else None)
+            if len(raw) <= _MAX_RESOURCE_BYTES:
+                if len(self._seen) >= _MAX_RESOURCES:
+                    self._seen.clear()  # many resources: start over rather than grow (no LRU cost per hit)
+                self._seen[raw] = found
+        return found
+
+
+_RESOURCES = _Resources()
+
+
+def convert_request_light(request: ExportTraceServiceRequest, latency_only: LatencyOnly,
+                          size: int | None = None) -> LightBatch:
+    """``otlp._convert_request`` with ``LightSpan``s for spans of traces outside the judging bound.
+    ``size``: the serialized request's length, shared out as each light span's size (else each
+    span's own serialized size is measured)."""
     spans: list[SpanRecord | LightSpan] = []
     errors: list[str] = []
     rejected = 0
-    keys = latency_only.keys
+    plans = latency_only.plans
+    share: int | None = None
+    if size is not None:
+        count = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
+        share = size // max(1, count)
+    # with no judging rate every trace is light: the trace id is not even hashed
+    always = latency_only.bound <= 0.0
     last_trace: bytes | None = None
     trace_hex = ""
     fraction = 0.0
     light = False
     for resource_spans in request.resource_spans:
-        resource = _attributes(resource_spans.resource.attributes)
-        service = resource.get("service.name")
-        service_name = str(service) if service is not None else None
+        resource, service_name = _RESOURCES.get(resource_spans.resource)
         for scope_spans in resource_spans.scope_spans:
             scope_name = scope_spans.scope.name
             for span in scope_spans.spans:
@@ -172,12 +292,15 @@ def convert_request_light(request: ExportTraceServiceRequest, latency_only: Late
                 if trace_id != last_trace:  # spans of one trace mostly come together: hash once
                     last_trace = trace_id
                     trace_hex = trace_id.hex()
-                    fraction = trace_fraction(trace_id)
-                    light = latency_only.light(fraction)
+                    if always:
+                        light = True
+                    else:
+                        fraction = trace_fraction(trace_id)
+                        light = latency_only.light(fraction)
                 if light:
                     try:
-                        record = _light_span(span, scope_name, trace_id, trace_hex, fraction, keys,
-                                             resource, service_name)
+                        record = _light_span(span, scope_name, trace_id, trace_hex, fraction, plans,
+                                             resource, service_name, share)
                     except (ValueError, TypeError, RecursionError):  # the full decoder decides
                         record = None
                     if record is not None:
@@ -197,8 +320,8 @@ def convert_request_light(request: ExportTraceServiceRequest, latency_only: Late
 
 
 def _light_span(span: Span, scope_name: str, trace_id: bytes, trace_hex: str, fraction: float,
-                keys: frozenset[str], resource: Mapping[str, AttrValue],
-                service_name: str | None) -> LightSpan | None:
+                plans: _KeyPlans, resource: Mapping[str, AttrValue], service_name: str | None,
+                size: int | None) -> LightSpan | None:
     """The span read lightly, or None when the full decoder must decide (odd ids)."""
     span_id = span.span_id
     parent = span.parent_span_id
@@ -207,38 +330,55 @@ def _light_span(span: Span, scope_name: str, trace_id: bytes, trace_hex: str, fr
         return None
     attrs: dict[str, AttrValue] = {}
     content: dict[str, int] | None = None
-    # The hot loop: one set lookup per attribute; a value is read only for latency keys (their
-    # common scalar kinds inline: a call per attribute costs as much as the read itself); of a
-    # content key only where it is.
-    doc_prefixes, doc_suffixes = DOCUMENT_PREFIXES, DOCUMENT_LATENCY_SUFFIXES
-    content_keys, content_prefixes = CONTENT_KEYS, CONTENT_PREFIXES
+    docs: dict[str, dict[int, dict[str, AttrValue]]] | None = None
+    doc_content: dict[str, dict[int, dict[str, AttrValue]]] | None = None
+    # The hot loop: one memo lookup per attribute (its KeyPlan); a value is read only for latency
+    # keys (their common scalar kinds inline: a call per attribute costs as much as the read
+    # itself); of a content key only where it is.
+    memo = plans._plans
     for position, pair in enumerate(span.attributes):
         key = pair.key
-        if key in keys:
-            pass
-        elif key.startswith(doc_prefixes):
-            if not key.endswith(doc_suffixes):  # document text or metadata
-                if content is None:
-                    content = {}
-                content[key] = position
-                continue
-        elif key in content_keys or key.startswith(content_prefixes):
+        plan = memo.get(key)
+        if plan is None:
+            plan = plans.get(key)
+        kind, doc = plan
+        if kind == _SKIP:
+            continue
+        if kind == _CONTENT:
             if content is None:
                 content = {}
             content[key] = position
+            if doc is not None:
+                if doc_content is None:
+                    doc_content = {}
+                doc_content.setdefault(doc[0], {}).setdefault(doc[1], {})[doc[2]] = key
             continue
-        else:
-            continue  # not read by the extraction, or read only for judged traces
         value = pair.value
-        which = value.WhichOneof("value")
-        if which == "string_value":
-            attrs[key] = value.string_value  # duplicate keys: last wins, like the full decoder
-        elif which == "double_value":
-            attrs[key] = value.double_value
-        elif which is not None:
-            converted = _any_value(value, 0)
-            if converted is not None:
-                attrs[key] = converted
+        # a non-empty string is its oneof's set member: no WhichOneof then
+        converted: AttrValue = value.string_value
+        if not converted:
+            which = value.WhichOneof("value")
+            if which is None:
+                continue
+            converted = value.double_value if which == "double_value" else _any_value(value, 0)
+            if converted is None:
+                continue
+        if kind != _DOC:
+            attrs[key] = converted  # duplicate keys: last wins, like the full decoder
+            if kind == _VALUE:
+                continue
+        # a document's id or score: kept by document, as extract's indexed_fields splits them
+        prefix, index, name = doc  # type: ignore[misc]  # a _DOC or _BOTH plan has its DocRef
+        if docs is None:
+            docs = {}
+        by_index = docs.get(prefix)
+        if by_index is None:
+            by_index = docs[prefix] = {}
+        fields = by_index.get(index)
+        if fields is None:
+            by_index[index] = {name: converted}
+        else:
+            fields[name] = converted
     retriever_event = False
     if span.events:
         retriever_event = any(event.name == sc.DB_QUERY_RESULT_EVENT for event in span.events)
@@ -248,4 +388,5 @@ def _light_span(span: Span, scope_name: str, trace_id: bytes, trace_hex: str, fr
         parent.hex() if parent and parent != _ZERO_SPAN else None,
         bool(parent) and bool(span.flags & _FLAG_PARENT_IS_REMOTE),
         fraction, attrs, resource, service_name, content or _NO_CONTENT, retriever_event,
+        docs or _NO_DOCS, doc_content or _NO_DOCS, size,
     )

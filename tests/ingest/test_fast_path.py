@@ -6,12 +6,19 @@ on and one with it off, under several sampling configurations; the /metrics expo
 equal line for line (creation timestamps and judge timings aside), and the judge must see the
 same traces. Text-bearing traffic (the SDK's default, OpenInference, GenAI, LangChain/OpenLLMetry
 shapes) must take the light path too: the assembler's ``path_counts`` tell.
+
+The Kafka source hands a fetched batch over inside ``Agent.batch()`` (metric updates applied once,
+at its end: ``ingest/tally.py``); the same bodies handed over that way give the same exposition,
+judged traces and released delivery tokens, on either path, as one submission at a time.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
+import math
+import random
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -25,16 +32,19 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import NonRecordingSpan, SpanContext, Status, StatusCode, TraceFlags
-from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry, Histogram, generate_latest
+from prometheus_client import Counter as PromCounter
 
 import ragmon
 from ragmon import semconv as sc
 from ragmon.agent import Agent
 from ragmon.config import load_agent_config
+from ragmon.ingest import otlp_light
 from ragmon.ingest.extract import CONTENT_KEYS, CONTENT_PREFIXES, latency_keys, role_of
 from ragmon.ingest.otlp import decode_export_request
 from ragmon.ingest.otlp_light import LatencyOnly, LightSpan
-from ragmon.testing import StaticJudge
+from ragmon.ingest.tally import Tally
+from ragmon.testing import InMemorySource, StaticJudge
 from ragmon.types import SpanRecord
 
 from .otel_helpers import SpanFactory
@@ -511,3 +521,91 @@ def test_traces_inside_the_judging_bound_are_decoded_in_full(bodies: list[bytes]
     for span in half.spans:
         kinds.setdefault(span.trace_id, set()).add(isinstance(span, LightSpan))
     assert any(True in k for k in kinds.values()) and any(k == {False} for k in kinds.values())
+
+
+# --- the per-batch handover (the Kafka source's) ---------------------------------------------
+async def _run_in_memory(bodies: list[bytes], settings: Mapping[str, Any], *, fast: bool,
+                         batched: bool) -> tuple[list[str], list[str], list[Any]]:
+    """Bodies decoded as the Kafka source decodes a message, handed over with a delivery token each:
+    all inside one ``Agent.batch()`` (as one fetched batch) or one submission at a time."""
+    config = load_agent_config({"metrics_port": 0, "judge_concurrency": 1, "trace_timeout_s": 60.0,
+                                **settings, "fast_path": fast}, environ={})
+    registry = CollectorRegistry()
+    judge = StaticJudge(SCORES)
+    source = InMemorySource()
+    agent = Agent(config, registry=registry, judge=judge, source=source)
+    await agent.start()
+    try:
+        with agent.batch() if batched else contextlib.nullcontext():
+            for offset, body in enumerate(bodies):
+                decoded = decode_export_request(body, content_type="application/x-protobuf",
+                                                latency_only=agent.latency_only)
+                source.push(decoded.spans, ("topic", 0, offset))  # type: ignore[arg-type]
+    finally:
+        await agent.stop()
+    return _exposition(registry), sorted(judge.seen), sorted(source.released)
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+async def test_a_batch_handed_over_at_once_gives_the_same_metrics_and_accounting(bodies: list[bytes],
+                                                                                 name: str) -> None:
+    settings = CONFIGS[name]
+    reference = await _run_in_memory(bodies, settings, fast=False, batched=False)
+    assert await _run_in_memory(bodies, settings, fast=True, batched=True) == reference
+    assert await _run_in_memory(bodies, settings, fast=False, batched=True) == reference
+    exposition, _judged, released = reference
+    assert _value(exposition, "ragmon_traces_received_total") > 50
+    assert _value(exposition, "ragmon_retrieval_latency_seconds_count") > 0
+    assert len(released) == len(bodies)  # every delivery is released once its traces are accounted
+
+
+def test_tally_applies_counts_and_observations_as_one_call_per_value_does() -> None:
+    rng = random.Random(5)
+    bounds = (0.005, 0.01, 0.1, 0.25, 1.0, 2.5, 10.0)
+    values = [rng.random() * 3 for _ in range(500)] + list(bounds) + [0.0, -1.0, 1e-12, 1e9, math.inf, math.nan]
+    rng.shuffle(values)
+    expositions = []
+    for deferred in (False, True):
+        registry = CollectorRegistry()
+        histogram = Histogram("h_seconds", "h", ["k"], buckets=bounds, registry=registry)
+        counter = PromCounter("c", "c", ["k"], registry=registry)
+        tally = Tally()
+        for i, value in enumerate(values):
+            child = histogram.labels(str(i % 3))
+            if deferred:
+                tally.observe(child, value)
+                tally.inc(counter.labels(str(i % 2)))
+            else:
+                child.observe(value)
+                counter.labels(str(i % 2)).inc()
+        tally.flush()
+        expositions.append(_exposition(registry))
+    assert expositions[0] == expositions[1]
+    assert any("_sum" in line and "NaN" in line for line in expositions[1])
+
+
+async def test_keys_the_extraction_cannot_index_give_the_same_metrics_on_both_paths() -> None:
+    """Document keys whose index no reader takes (too many digits for int(), not digits at all), a
+    huge key and a huge resource: the light decoder hands what it cannot read to the full one and
+    keeps none of them in its memos; the agents still agree."""
+    f = SpanFactory("odd-keys", resource={"deployment.blob": "x" * 10_000})
+    for i in range(4):
+        with f.tracer.start_as_current_span("rag") as root:
+            root.set_attribute(sc.RAGMON_PIPELINE, "odd")
+            root.set_attribute("k" * 100_000, "a huge key nobody reads")
+            with f.tracer.start_as_current_span("retrieve") as span:
+                span.set_attribute(sc.SPAN_KIND, sc.KIND_RETRIEVER)
+                span.set_attribute(sc.retrieval_document_attr(0, sc.DOCUMENT_ID), "d0")
+                if i % 2:
+                    span.set_attribute(f"{sc.RETRIEVAL_DOCUMENTS_PREFIX}.{'9' * 5000}.{sc.DOCUMENT_ID}", "big")
+                else:
+                    span.set_attribute(f"{sc.RETRIEVAL_DOCUMENTS_PREFIX}.x.{sc.DOCUMENT_ID}", "not indexed")
+    bodies = [f.request().SerializeToString()]
+    settings = {"sample_rate": 0.0}
+    reference = await _run_in_memory(bodies, settings, fast=False, batched=False)
+    assert await _run_in_memory(bodies, settings, fast=True, batched=True) == reference
+    assert _value(reference[0], "ragmon_traces_received_total") == 4
+    latency_only = LatencyOnly(0.0, latency_keys())
+    decode_export_request(bodies[0], content_type="application/x-protobuf", latency_only=latency_only)
+    assert all(len(key) <= 256 for key in latency_only.plans._plans)
+    assert all(len(raw) <= 4096 for raw in otlp_light._RESOURCES._seen)

@@ -5,8 +5,9 @@ pipeline, whether it is a RAG request, the retrieval / generation / pipeline lat
 of retrieved documents and the top score, where the contexts came from, the model and prompt
 version (release info), feedback and what the priority rules read. ``latency_trace`` computes
 exactly those, with the rules of ``build_rag_trace``, from spans that carry only the attributes
-that can decide them (``LATENCY_KEYS`` and the document id / score keys) plus where their content
-keys are. The decoder (``ingest/otlp_light.py``) reads nothing else of such a span.
+that can decide them (``LATENCY_KEYS``; the document ids and scores already filed by document,
+``docs``) plus where their content keys are (``content``; a document's own, ``doc_content``). The
+decoder (``ingest/otlp_light.py``) reads nothing else of such a span.
 
 The contract that keeps both paths equal: an attribute the extraction reads is either
 
@@ -30,9 +31,11 @@ agent's metrics and accounting.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Protocol
 
 from ... import semconv as sc
@@ -41,7 +44,7 @@ from ._documents import reranker_documents, span_documents
 from ._messages import generator_output
 from ._settings import DEFAULT_SETTINGS, ExtractSettings
 from ._trace import best_documents
-from ._values import indexed_fields, to_float, to_id, to_str
+from ._values import to_float, to_id, to_str
 from ._view import ROLE_GENERATOR, ROLE_PIPELINE, ROLE_RERANKER, ROLE_RETRIEVER, Group
 
 #: Attributes whose values decide the latency-only fields (the configured pipeline attribute
@@ -113,11 +116,15 @@ class LatencySpan(Protocol):
     def content(self) -> Mapping[str, int]: ...  # content keys present (-> where)
     @property
     def retriever_event(self) -> bool: ...  # holds a db.query.result event
+    @property
+    def docs(self) -> Mapping[str, Mapping[int, Mapping[str, AttrValue]]]: ...  # document ids / scores
+    @property
+    def doc_content(self) -> Mapping[str, Mapping[int, Mapping[str, AttrValue]]]: ...  # -> their content keys
     def value(self, key: str) -> AttrValue: ...  # a content key's value, read now
     def to_record(self) -> SpanRecord: ...  # the span decoded in full, read now
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: one is made per trace, and a frozen __init__ costs twice as much
 class LatencyTrace:
     """The fields of ``build_rag_trace``'s ``RagTrace`` that the agent reads for a trace it does
     not judge, with the same values."""
@@ -147,24 +154,17 @@ class _Group:
         self.members: list[LatencySpan] = []
 
 
-class _Doc:
-    """A document's id and score, and whether it has text: known (``text``), or read when asked
-    from the content key of ``span`` (``key``; None: no text)."""
+#: A document: its id, its score, and whether it has text — True / False when known, else the
+#: ``(span, content key)`` to read that from when asked (``_has_text``). A tuple: one per document.
+_Doc = tuple[str, "float | None", "bool | tuple[LatencySpan, str]"]
 
-    __slots__ = ("id", "key", "score", "span", "text")
 
-    def __init__(self, doc_id: str, score: float | None, span: LatencySpan | None = None,
-                 key: str | None = None, text: bool | None = None) -> None:
-        self.id = doc_id
-        self.score = score
-        self.span = span
-        self.key = key
-        self.text = text
-
-    def has_text(self) -> bool:
-        if self.text is None:
-            self.text = self.key is not None and self.span is not None and to_str(self.span.value(self.key)) is not None
-        return self.text
+def _has_text(doc: _Doc) -> bool:
+    text = doc[2]
+    if text is True or text is False:
+        return text
+    span, key = text
+    return to_str(span.value(key)) is not None
 
 
 def latency_trace(trace_id: str, spans: Sequence[LatencySpan], *, complete: bool,
@@ -175,49 +175,68 @@ def latency_trace(trace_id: str, spans: Sequence[LatencySpan], *, complete: bool
     if not spans:
         raise ValueError("latency_trace needs at least one span")
     settings = settings or DEFAULT_SETTINGS
-    ordered = sorted(spans, key=_start_end) if len(spans) > 1 else list(spans)
+    ordered = sorted(spans, key=_START_END) if len(spans) > 1 else list(spans)
     by_id = {s.span_id: s for s in ordered}
-    root = next((s for s in ordered if s.parent_span_id is None), None)
-    if root is None:  # this service's part of a distributed trace: its local root
-        root = next((s for s in ordered if s.parent_is_remote), None)
+    root: LatencySpan | None = None
+    local_root: LatencySpan | None = None  # this service's part of a distributed trace: its local root
+    has_error = False
 
     groups: dict[str, dict[str, _Group]] = {ROLE_RETRIEVER: {}, ROLE_RERANKER: {}, ROLE_GENERATOR: {}}
     declares_pipeline = False
     main: LatencySpan | None = None
     feedback_spans: list[LatencySpan] = []
-    for span in ordered:
+    present: set[str] = set()  # the latency keys any span has: the lookups below skip the others
+    for span in ordered:  # one pass: roots, errors, roles and groups, the main span, feedback
+        if span.parent_span_id is None:
+            if root is None:
+                root = span
+        elif local_root is None and span.parent_is_remote:
+            local_root = span
+        if span.status_code == "ERROR":
+            has_error = True
         role = span.role
         if role == ROLE_PIPELINE:
             declares_pipeline = True
         elif role is not None:
-            head = span
-            for ancestor in _ancestors(span, by_id):  # outermost same-role ancestor
-                if ancestor.role == role:
-                    head = ancestor
+            head = _head(span, role, by_id)
             by_head = groups[role]
             group = by_head.get(head.span_id)
             if group is None:
                 group = by_head[head.span_id] = _Group(head)
             group.members.append(span)
         attrs = span.attributes
+        if not attrs:
+            continue
+        present.update(attrs)
         if main is None and _text(attrs, sc.RAGMON_STAGE) == sc.STAGE_PIPELINE:
             main = span
         if sc.RAGMON_FEEDBACK in attrs:
             feedback_spans.append(span)  # (a late feedback span names the pipeline, and is no request)
         elif not declares_pipeline and _text(attrs, sc.RAGMON_PIPELINE):
             declares_pipeline = True
-    retrievers = _sorted_groups(groups[ROLE_RETRIEVER])
-    rerankers = _sorted_groups(groups[ROLE_RERANKER])
-    generators = _sorted_groups(groups[ROLE_GENERATOR])
+    if root is None:
+        root = local_root
+    by_head = groups[ROLE_RETRIEVER]
+    retrievers = _sorted_groups(by_head) if len(by_head) > 1 else list(by_head.values())
+    by_head = groups[ROLE_RERANKER]
+    rerankers = _sorted_groups(by_head) if by_head else []
+    by_head = groups[ROLE_GENERATOR]
+    generators = _sorted_groups(by_head) if len(by_head) > 1 else list(by_head.values())
 
     documents = _documents(retrievers, rerankers, settings.doc_id_keys)
-    heads = [g.head for g in retrievers + rerankers]
+    heads = [g.head for g in retrievers]
+    if rerankers:
+        heads += [g.head for g in rerankers]
     generator, generator_data = _choose_generator(generators)
     # contexts: the documents' own text, else what the chat's messages hold (full extraction)
-    messages = generator is not None and generator_data is not None and any(
-        _has(s, _MESSAGE_KEYS, _MESSAGE_PREFIXES) for s in [generator_data, *generator.members])
+    messages = False
+    if generator is not None and generator_data is not None:
+        for member in (generator_data, *generator.members):
+            if member.content and _has(member, _MESSAGE_KEYS, _MESSAGE_PREFIXES):
+                messages = True
+                break
     if documents:
-        if any(d.has_text() for d in documents):
+        if any(d[2] is True or (d[2] is not False and _has_text(d)) for d in documents):
             contexts_source = sc.CONTEXTS_RETRIEVAL
         elif messages:
             return None
@@ -229,25 +248,25 @@ def latency_trace(trace_id: str, spans: Sequence[LatencySpan], *, complete: bool
         contexts_source = sc.CONTEXTS_NONE
     main = main or root
     depth = _Depth(by_id)
-    model = to_str(_first_attr(ordered, depth, (sc.LLM_MODEL_NAME, sc.GEN_AI_RESPONSE_MODEL,
-                                                sc.GEN_AI_REQUEST_MODEL), prefer=generator_data))
-    scores = [d.score for d in documents if d.score is not None]
+    model = to_str(_first_attr(ordered, depth, _MODEL_KEYS, present, prefer=generator_data))
+    scores = [d[1] for d in documents if d[1] is not None]
     return LatencyTrace(
         trace_id=trace_id,
         service=_service(root or main, ordered),
-        pipeline=settings.rename_pipeline(_pipeline_name(ordered, root, depth, settings.pipeline_attribute)),
+        pipeline=settings.rename_pipeline(_pipeline_name(ordered, root, depth, settings.pipeline_attribute,
+                                                          present)),
         complete=complete,
         not_rag=not (retrievers or rerankers or generators or documents or declares_pipeline),
-        retrieval_latency_s=_envelope_s(heads) if heads else None,
+        retrieval_latency_s=(_duration_s(heads[0]) if len(heads) == 1 else _envelope_s(heads)) if heads else None,
         generation_latency_s=_duration_s(generator.head) if generator is not None else None,
         pipeline_latency_s=_duration_s(main) if main is not None else _envelope_s(ordered),
         document_count=len(documents),
         top_retrieval_score=max(scores) if scores else None,
-        has_error=any(s.status_code == "ERROR" for s in ordered),
+        has_error=has_error,
         model=model if model is not None and model.lower() != sc.UNKNOWN_LABEL else None,
-        prompt_version=to_str(_first_attr(ordered, depth, (sc.LLM_PROMPT_TEMPLATE_VERSION,))),
+        prompt_version=to_str(_first_attr(ordered, depth, _PROMPT_KEYS, present)),
         contexts_source=contexts_source,
-        feedback=_feedback(feedback_spans),
+        feedback=_feedback(feedback_spans) if feedback_spans else None,
     )
 
 
@@ -280,8 +299,25 @@ def _choose_generator(groups: list[_Group]) -> tuple[_Group | None, LatencySpan 
     return last, last.head
 
 
-def _start_end(span: LatencySpan) -> tuple[int, int]:
-    return span.start_time_ns, span.end_time_ns
+_START_END = attrgetter("start_time_ns", "end_time_ns")  # the order of TraceView's spans
+
+
+def _head(span: LatencySpan, role: str, by_id: Mapping[str, LatencySpan]) -> LatencySpan:
+    """The outermost same-role ancestor of ``span`` (itself when none): ``_ancestors`` without the list."""
+    head = span
+    parent_id = span.parent_span_id
+    if parent_id is None:
+        return head
+    seen = {span.span_id}
+    while parent_id is not None and parent_id not in seen:
+        parent = by_id.get(parent_id)
+        if parent is None:
+            break
+        seen.add(parent_id)  # guards against parent cycles in bad input
+        if parent.role == role:
+            head = parent
+        parent_id = parent.parent_span_id
+    return head
 
 
 def _ancestors(span: LatencySpan, by_id: Mapping[str, LatencySpan]) -> list[LatencySpan]:
@@ -324,13 +360,13 @@ def _documents(retrievers: list[_Group], rerankers: list[_Group], keys: Sequence
         reranked = _best(group, True, keys)
         if reranked:
             found = reranked
-    if len(found) < 2:
-        return found
+    if len(found) < 2 or len({doc[0] for doc in found}) == len(found):
+        return found  # (usually no id repeats)
     seen: set[str] = set()
     unique: list[_Doc] = []
     for doc in found:
-        if doc.id not in seen:
-            seen.add(doc.id)
+        if doc[0] not in seen:
+            seen.add(doc[0])
             unique.append(doc)
     return unique
 
@@ -356,7 +392,7 @@ def _best(group: _Group, reranker: bool, keys: Sequence[str]) -> list[_Doc]:
     records = [m.to_record() for m in group.members]
     reader = reranker_documents if reranker else span_documents
     chosen, _ = best_documents(Group(records[0], records), lambda r: reader(r, keys))
-    return [_Doc(d.id, d.score, text=d.content is not None) for d in chosen]
+    return [(d.id, d.score, d.content is not None) for d in chosen]
 
 
 def _span_documents(span: LatencySpan, reranker: bool, keys: Sequence[str]) -> list[_Doc]:
@@ -373,39 +409,51 @@ def _span_documents(span: LatencySpan, reranker: bool, keys: Sequence[str]) -> l
             return []
     record = span.to_record()
     full = reranker_documents(record, keys) if reranker else span_documents(record, keys)
-    return [_Doc(d.id, d.score, text=d.content is not None) for d in full]
+    return [(d.id, d.score, d.content is not None) for d in full]
 
 
 def _flattened(span: LatencySpan, prefix: str) -> list[_Doc] | None:
     """``_documents._flattened_documents`` for documents with ids of their own (None when one
-    has none: its id would come from its metadata or text), in index order."""
-    fields = indexed_fields(span.attributes, prefix, _FIELD_PREFIX)
-    texts: dict[int, str] = {}
-    if span.content:
-        for index, found in indexed_fields(_keys_of(span.content), prefix, _FIELD_PREFIX).items():
+    has none: its id would come from its metadata or text), in index order. The decoder has
+    already split the keys as ``indexed_fields`` does (``docs``, ``doc_content``)."""
+    fields = span.docs.get(prefix, _NO_FIELDS)
+    texts: dict[int, AttrValue] = {}
+    content = span.doc_content.get(prefix)
+    if content:
+        for index, found in content.items():
             if index not in fields:
                 return None  # text or metadata but no id
             key = found.get(_CONTENT_FIELD)
             if key is not None:
                 texts[index] = key
     docs: list[_Doc] = []
-    for index in sorted(fields):
+    for index in sorted(fields) if len(fields) > 1 else fields:
         f = fields[index]
-        doc_id = to_id(f.get(sc.DOCUMENT_ID))
+        # to_id / to_float, with their usual cases (a string id, a float score) inline
+        value = f.get(sc.DOCUMENT_ID)
+        doc_id = (value.strip() or None) if type(value) is str else to_id(value)
         if doc_id is None:
             return None
-        docs.append(_Doc(doc_id, to_float(f.get(sc.DOCUMENT_SCORE)), span, texts.get(index)))
+        value = f.get(sc.DOCUMENT_SCORE)
+        score = (value if math.isfinite(value) else None) if type(value) is float else to_float(value)
+        key = texts.get(index)
+        docs.append((doc_id, score, (span, key) if isinstance(key, str) else False))
     return docs
 
 
-def _keys_of(content: Mapping[str, int]) -> dict[str, str]:
-    """Each content key as its own value (``indexed_fields`` then says which key holds a field)."""
-    return {key: key for key in content}
+_NO_FIELDS: Mapping[int, Mapping[str, AttrValue]] = {}
 
 
-def _first_attr(ordered: Sequence[LatencySpan], depth: _Depth, keys: tuple[str, ...],
+_MODEL_KEYS = (sc.LLM_MODEL_NAME, sc.GEN_AI_RESPONSE_MODEL, sc.GEN_AI_REQUEST_MODEL)
+_PROMPT_KEYS = (sc.LLM_PROMPT_TEMPLATE_VERSION,)
+
+
+def _first_attr(ordered: Sequence[LatencySpan], depth: _Depth, keys: tuple[str, ...], present: set[str],
                 prefer: LatencySpan | None = None) -> AttrValue:
-    """``TraceView.first_attr``: the preferred span first, then outermost first."""
+    """``TraceView.first_attr``: the preferred span first, then outermost first (``present``: the
+    keys any span has)."""
+    if present.isdisjoint(keys):
+        return None
     if prefer is not None:
         value = _first_value(prefer, keys)
         if value is not None:
@@ -413,7 +461,7 @@ def _first_attr(ordered: Sequence[LatencySpan], depth: _Depth, keys: tuple[str, 
     candidates = [s for s in ordered if _first_value(s, keys) is not None]
     if not candidates:
         return None
-    return _first_value(min(candidates, key=depth.key), keys)
+    return _first_value(candidates[0] if len(candidates) == 1 else min(candidates, key=depth.key), keys)
 
 
 def _first_value(span: LatencySpan, keys: tuple[str, ...]) -> AttrValue:
@@ -433,16 +481,18 @@ def _service(first: LatencySpan | None, ordered: Sequence[LatencySpan]) -> str:
 
 
 def _pipeline_name(ordered: Sequence[LatencySpan], root: LatencySpan | None, depth: _Depth,
-                   attribute: str | None) -> str:
-    """``TraceView.pipeline_name``: the first key any span names it by, outermost span first."""
+                   attribute: str | None, present: set[str]) -> str:
+    """``TraceView.pipeline_name``: the first key any span names it by, outermost span first
+    (``present``: the keys any span has)."""
     keys = [sc.RAGMON_PIPELINE, sc.GEN_AI_WORKFLOW_NAME]
     if attribute:
         keys.append(attribute)
     keys.append(sc.TRACELOOP_WORKFLOW_NAME)
     for key in keys:
-        named = [s for s in ordered if _text(s.attributes, key)]
+        named = [s for s in ordered if key in s.attributes and _text(s.attributes, key)] if key in present else None
         if named:
-            return _text(min(named, key=depth.key).attributes, key) or sc.UNKNOWN_LABEL
+            first = named[0] if len(named) == 1 else min(named, key=depth.key)
+            return _text(first.attributes, key) or sc.UNKNOWN_LABEL
         if key == attribute:
             named = [s for s in ordered if to_str(s.resource.get(key))]
             if named:
