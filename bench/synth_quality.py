@@ -48,6 +48,7 @@ from ragmon.datasets.synth import Synthesizer, SynthOptions  # noqa: E402
 from ragmon.scoring.llm import LlmJudgeSettings  # noqa: E402
 
 CHUNKING = ChunkingConfig(256, 0, "paragraph")
+REUSED: dict[str, str] = {}  # kind -> where its saved rows came from, when not from this run
 
 
 async def generate(base_url: str, model: str, docs: list[CorpusDoc], kind: str, n: int, timeout_s: float,
@@ -124,6 +125,8 @@ def generate_or_reuse(args: argparse.Namespace, base_url: str | None, docs: list
         data = json.loads(saved.read_text(encoding="utf-8"))
         if data.get("prompt_version") == version and data.get("chunks") == args.chunks:
             print(f"{kind}: reusing {saved}", file=sys.stderr)
+            if data.get("provenance"):
+                REUSED[kind] = data["provenance"]
             return data["rows"], data["stats"], data["wall_s"]
     if base_url is None:
         raise SystemExit(f"{kind}: nothing to reuse in {saved}; give --base-url or --gguf")
@@ -177,11 +180,15 @@ def main(argv: list[str] | None = None) -> int:
     results = [summary("factoid", plain[0], plain[1], hits_plain, plain[2]),
                summary("adversarial", adversarial[0], adversarial[1], hits_adv, adversarial[2])]
     twin = bootstrap([hits_twin[i][0] for i in ids]) if ids else None
+    # what `ragmon dataset synth` keeps by default: realism >= 4
+    kept = sorted(r["id"] for r in adversarial[0] if (r["meta"].get("realism") or 0) >= 4)
+    diff_kept = paired_difference([hits_twin[i][0] for i in kept], [hits_adv[i][0] for i in kept]) if kept else None
     Path(args.out).write_text("".join(json.dumps(r) + "\n" for r in plain[0] + adversarial[0]), encoding="utf-8")
     # the per-kind statistics (drop reasons included) beside the rows, for a look after the run
     Path(args.out).with_suffix(".summary.json").write_text(
         json.dumps({"results": results, "paired_difference": diff, "paired_rows": len(ids),
-                    "plain_twin_hit@1": twin}, indent=1), encoding="utf-8")
+                    "plain_twin_hit@1": twin, "paired_difference_realism4": diff_kept,
+                    "paired_rows_realism4": len(kept), "reused": REUSED}, indent=1), encoding="utf-8")
     lines = ["| kind | candidates | valid | valid share | realism 1/2/3/4/5 | mean realism | tokens / question | "
              "BM25 hit@1 [95 % CI] | BM25 hit@5 | drops | wall s / question |",
              "|---|---:|---:|---:|---|---:|---:|---|---:|---|---:|"]
@@ -195,9 +202,13 @@ def main(argv: list[str] | None = None) -> int:
         f"fact, same gold chunk): hit@1 plain {interval(twin)} vs adversarial {interval(results[1]['hit@1'])}; "
         f"difference {diff[0]:+.3f}, 95 % CI [{diff[1]:+.3f}, {diff[2]:+.3f}] — adversarial measurably harder: "
         f"**{'yes' if diff[1] > 0 else 'no'}**")
+    if diff_kept is not None:
+        verdict += (f". Only the {len(kept)} rated realistic (4–5, what `synth` keeps by default): difference "
+                    f"{diff_kept[0]:+.3f}, 95 % CI [{diff_kept[1]:+.3f}, {diff_kept[2]:+.3f}]")
+    reused = [f"{kind} rows reused from {where}" for kind, where in REUSED.items()]
     body = "\n".join(["## Synthetic questions (real local LLM)", "", f"`python bench/synth_quality.py` with "
                       f"{args.model}, {args.chunks} SciFact chunks (paragraph mode, 256 tokens).", "", *lines, "",
-                      verdict + ".", "", machine_line() + "."])
+                      verdict + ".", *(["", "; ".join(reused) + "."] if reused else []), "", machine_line() + "."])
     print(body)
     if not args.no_docs:
         write_section("synth-quality", body)

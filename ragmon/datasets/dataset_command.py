@@ -61,8 +61,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     synth.add_argument("--no-title", action="store_true", help="do not prefix chunks with the document title")
     synth.add_argument("--count-title", action="store_true",
                        help="the prefixed title counts towards --chunk-size (as in ragmon chunking --count-title on)")
-    synth.add_argument("--min-distractor-terms", type=int, default=2,
-                       help="distractor words an adversarial question must use (default 2)")
+    synth.add_argument("--min-distractor-terms", type=int, default=1,
+                       help="distractor words an adversarial question must use (default 1; 2 asks more)")
     synth.add_argument("--seed", type=int, default=0, help="chunk sampling seed (default 0)")
     synth.add_argument("--temperature", type=float, default=0.7, help="generation temperature (default 0.7)")
     synth.add_argument("--concurrency", type=int, default=4, help="LLM calls at once (default 4)")

@@ -68,7 +68,7 @@ class SynthOptions:
     seed: int = 0
     temperature: float = 0.7
     distractor_pool: int = 3000  # chunks embedded to find adversarial distractors
-    min_distractor_terms: int = 2  # distractor words an adversarial question must use
+    min_distractor_terms: int = 1  # distractor words an adversarial question must use (2+ for strong generators)
     max_attempts_factor: int = 4  # give up after n * this many candidates
 
     def __post_init__(self) -> None:

@@ -219,7 +219,7 @@ async def test_adversarial_rewrite_gets_one_retry_naming_the_missed_words(server
         return base(body)
 
     server.responder = respond
-    result = await _synth(server, corpus_dir, n=1, kinds=("adversarial",))
+    result = await _synth(server, corpus_dir, n=1, kinds=("adversarial",), min_distractor_terms=2)
     assert result.stats.written == 1 and len(result.rows[0]["meta"]["distractor_terms"]) == 2
     retries = [r.body for r in server.chat_requests if _task(r.body) == "adversarial" and len(r.body["messages"]) == 4]
     assert len(retries) == 1
@@ -251,7 +251,8 @@ async def test_adversarial_question_without_distractor_terms_is_dropped(server: 
         return base(body)
 
     server.responder = respond
-    result = await _synth(server, corpus_dir, n=1, kinds=("adversarial",), max_attempts_factor=2)
+    result = await _synth(server, corpus_dir, n=1, kinds=("adversarial",), max_attempts_factor=2,
+                          min_distractor_terms=2)
     assert result.stats.written == 0 and result.stats.dropped["no_distractor_terms"] >= 1
     assert result.stats.dropped["no_distractor_terms"] == result.stats.candidates - result.stats.dropped[
         "no_distractors"]
@@ -359,3 +360,24 @@ async def test_a_target_outside_the_distractor_pool_is_embedded_on_demand() -> N
     neighbours = Neighbours(chunks, pool, await embed([chunks[i].content for i in pool]), embed)
     assert await neighbours.nearest(3, k=2) == [0, 1]  # closest first, its own document never
     assert await neighbours.nearest(0, k=2) == [1, 2]
+
+
+async def test_by_default_one_distractor_word_is_enough_and_none_is_dropped(server: FakeOpenAI,
+                                                                           corpus_dir: Path) -> None:
+    base = make_responder()
+    uses = {"count": 1}
+
+    def respond(body: dict[str, Any]) -> Reply:
+        if _task(body) == "adversarial":
+            words = " and ".join(_offered(body)[:uses["count"]]) or "nothing new"
+            return Reply.json({"question": f"With {words} in mind, is it true that "
+                                           f"{_words(fenced_payload(body)['fact'], 8).lower()}?",
+                               "distractor_terms": _offered(body)})
+        return base(body)
+
+    server.responder = respond
+    kept = await _synth(server, corpus_dir, n=1, kinds=("adversarial",))
+    assert kept.stats.written == 1 and len(kept.rows[0]["meta"]["distractor_terms"]) == 1
+    uses["count"] = 0
+    dropped = await _synth(server, corpus_dir, n=1, kinds=("adversarial",), max_attempts_factor=2)
+    assert dropped.stats.written == 0 and dropped.stats.dropped["no_distractor_terms"] >= 1
