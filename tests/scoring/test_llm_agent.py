@@ -85,7 +85,8 @@ async def test_agent_counts_budget_skips_and_judge_failures():
         assert received == parts == 3
 
         server.responder = lambda body: Reply.error(500)
-        async with llm_agent(server, judge_max_retries=0, judge_circuit_failures=2) as agent:
+        # one trace at a time: with several in flight, all may fail before the breaker opens
+        async with llm_agent(server, judge_max_retries=0, judge_circuit_failures=2, judge_concurrency=1) as agent:
             await send(agent, [healthy(), contradicting(), Request("Is SSO included?", CONTEXTS, "No.")])
             m = await asyncio.to_thread(scrape, agent.metrics_port)
         assert m.value(f"{sc.M_TRACES_FAILED}_total", judge="llm", reason="http_error") == 2
