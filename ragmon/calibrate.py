@@ -106,7 +106,8 @@ def make_judge(args: argparse.Namespace) -> Judge:
     if args.judge == "local":
         from .scoring.local import LocalJudge
 
-        return LocalJudge(config.judge_model_path, config.judge_model_sha256, profile=config.judge_profile)
+        return LocalJudge(config.judge_model_path, config.judge_model_sha256, profile=config.judge_profile,
+                   int8=config.judge_int8)
     from .scoring.factory import build_judge
 
     return build_judge(config, metrics=None)

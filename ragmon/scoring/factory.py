@@ -17,7 +17,8 @@ def build_judge(config: AgentConfig, metrics: JudgeMetrics | None = None) -> Jud
     if config.judge == "local":
         from .local import LocalJudge  # heavy imports only for the judge actually used
 
-        judge: Judge = LocalJudge(config.judge_model_path, config.judge_model_sha256, profile=config.judge_profile)
+        judge: Judge = LocalJudge(config.judge_model_path, config.judge_model_sha256, profile=config.judge_profile,
+                   int8=config.judge_int8)
         return judge
     if config.judge == "llm":
         from .llm import LlmJudge

@@ -21,7 +21,7 @@ from .. import local_model
 
 # Bump whenever a feature's definition, the claim model or the evidence checks change: a
 # profile's weights are only valid for the features they were fitted on.
-JUDGE_VERSION = "local-3"
+JUDGE_VERSION = "local-4"  # local-4: context sentences sharing no word with question or answer are not embedded
 PROFILE_FORMAT = "ragmon-judge-profile"
 
 
