@@ -227,7 +227,8 @@ async def test_partitions_move_to_the_remaining_consumer(kafka: Broker, topic: s
         await source_a.start(sink_a)
         first = await send_traces(traffic, 8)
         await eventually(lambda: sink_a.trace_ids == set(first), what="A consumes alone")
-        assert await _lag_partitions(metrics_a) == {"0", "1", "2", "3"}
+        # the gauges appear partition by partition (one position lookup each): wait for all four
+        await eventually(lambda: _lag_names(metrics_a) == {"0", "1", "2", "3"}, what="A's lag on every partition")
 
         await source_b.start(sink_b)
         # B's join revokes some of A's partitions; A is asked to flush their traces first.
