@@ -6,11 +6,13 @@ answered by that fact alone -> a row with ``ground_truth_docs`` = the chunk id,
 
 ``adversarial``: for a target chunk A with its fact and plain question, the chunks B, C nearest to A
 in MiniLM space (other documents) that share A's content terms but do not hold the fact (less than
-half of the fact's content words occur in them) are the distractors. Their words that A lacks,
-rarest in the corpus first, are offered to the LLM, which rewrites the plain question to use them
-while it stays answered by the fact alone; a question that uses fewer than ``min_distractor_terms``
-of them is dropped (``no_distractor_terms``) -> ``difficulty: hard``, the plain question kept in
-``meta.base_question``. ``multi_hop``: two chunks of
+half of the fact's content words occur in them) are the distractors. Their specific words that A and
+the fact lack, the six closest in meaning to the plain question, are offered to the LLM, which
+rewrites the plain question to use them while it stays answered by the fact alone. The words are
+checked in the question (one retry names the missed ones); fewer than ``min_distractor_terms`` ->
+``no_distractor_terms``, under half of the plain question's words kept -> ``drifted``. Kept rows get
+``difficulty: hard`` and the plain question in ``meta.base_question``.
+``multi_hop``: two chunks of
 different documents that share a rare entity -> a question that needs both; ``hops`` =
 ``[[A], [B]]``.
 

@@ -2,9 +2,8 @@
 
 Adversarial: :class:`Neighbours` (nearest chunks of other documents in MiniLM space, over a
 bounded pool), :func:`pick_distractors` (up to two that share the target's content terms but do not
-hold its fact), :func:`offer_terms` (the distractors' specific words the target lacks, rarest in the
-corpus first: the words that pull a search away from the target) and :func:`terms_used` (which of
-them the question uses). Multi-hop:
+hold its fact), :func:`offer_terms` (the distractors' specific words the target lacks: the words
+that pull a search away from the target) and :func:`terms_used` (which of them the question uses). Multi-hop:
 :func:`build_entity_index` (rare entities shared by a few documents) and :func:`entities`.
 """
 
