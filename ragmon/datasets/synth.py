@@ -12,9 +12,9 @@ rewrites the plain question to use them while it stays answered by the fact alon
 checked in the question (one retry names the missed ones); fewer than ``min_distractor_terms`` ->
 ``no_distractor_terms``, under half of the plain question's words kept -> ``drifted``. Kept rows get
 ``difficulty: hard`` and the plain question in ``meta.base_question``.
-``multi_hop``: two chunks of
-different documents that share a rare entity -> a question that needs both; ``hops`` =
-``[[A], [B]]``.
+
+``multi_hop``: two chunks of different documents that share a rare entity -> a question that needs
+both; ``hops`` = ``[[A], [B]]``.
 
 Every question is rated for realism (1-5, few-shot); rows under ``min_realism`` are dropped, then
 near-duplicates (MiniLM cosine >= ``dedup_threshold``, or the same words) are dropped. Questions that
