@@ -68,11 +68,11 @@ from ._latency import (
     DOCUMENT_LATENCY_SUFFIXES,
     DOCUMENT_PREFIXES,
     LATENCY_KEYS,
-    LatencySpan,
     LatencyTrace,
     latency_keys,
     latency_trace,
 )
+from ._latency_docs import LatencySpan
 from ._settings import DEFAULT_SETTINGS, ExtractSettings
 from ._trace import build_rag_trace
 from ._view import declared_role, key_role, role_of

@@ -25,27 +25,27 @@ The contract that keeps both paths equal: an attribute the extraction reads is e
 * or irrelevant to the fields above (the question, session and user ids, tags, error.type, ...):
   only the judge and the trace inspector read those, and a judged trace is always rebuilt in full.
 
+The retrieved documents are read in :mod:`._latency_docs`.
+
 tests/ingest/test_fast_path.py runs the same OTLP bytes through both paths and compares the
 agent's metrics and accounting.
 """
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import Protocol
 
 from ... import semconv as sc
-from ...types import AttrValue, SpanRecord
-from ._documents import reranker_documents, span_documents
+from ...types import AttrValue
+from ._latency_docs import LatencyGroup, LatencySpan, has_text
+from ._latency_docs import documents as retrieved_documents
 from ._messages import generator_output
 from ._settings import DEFAULT_SETTINGS, ExtractSettings
-from ._trace import best_documents
-from ._values import to_float, to_id, to_str
-from ._view import ROLE_GENERATOR, ROLE_PIPELINE, ROLE_RERANKER, ROLE_RETRIEVER, Group
+from ._values import to_str
+from ._view import ROLE_GENERATOR, ROLE_PIPELINE, ROLE_RERANKER, ROLE_RETRIEVER
 
 #: Attributes whose values decide the latency-only fields (the configured pipeline attribute
 #: comes on top, see ``latency_keys``).
@@ -77,51 +77,12 @@ _OUTPUT_PREFIXES = (sc.LLM_OUTPUT_MESSAGES_PREFIX + ".", sc.GEN_AI_COMPLETION_PR
 # ... what input_messages reads (no such key: no messages) ...
 _MESSAGE_KEYS = (sc.GEN_AI_INPUT_MESSAGES, sc.GEN_AI_SYSTEM_INSTRUCTIONS)
 _MESSAGE_PREFIXES = (sc.LLM_INPUT_MESSAGES_PREFIX + ".", sc.GEN_AI_PROMPT_PREFIX + ".")
-# ... and span_documents after the flattened documents
-_DOCUMENT_KEYS = (sc.GEN_AI_RETRIEVAL_DOCUMENTS, sc.TRACELOOP_ENTITY_OUTPUT, sc.OUTPUT_VALUE)
 
 
 def latency_keys(settings: ExtractSettings | None = None) -> frozenset[str]:
     """``LATENCY_KEYS`` plus the configured pipeline attribute."""
     attribute = (settings or DEFAULT_SETTINGS).pipeline_attribute
     return LATENCY_KEYS | {attribute} if attribute else LATENCY_KEYS
-
-
-class LatencySpan(Protocol):
-    """What ``latency_trace`` reads of a span (``otlp_light.LightSpan``)."""
-
-    @property
-    def span_id(self) -> str: ...
-    @property
-    def parent_span_id(self) -> str | None: ...
-    @property
-    def parent_is_remote(self) -> bool: ...
-    @property
-    def name(self) -> str: ...
-    @property
-    def start_time_ns(self) -> int: ...
-    @property
-    def end_time_ns(self) -> int: ...
-    @property
-    def status_code(self) -> str: ...
-    @property
-    def attributes(self) -> Mapping[str, AttrValue]: ...  # latency keys only
-    @property
-    def resource(self) -> Mapping[str, AttrValue]: ...
-    @property
-    def service_name(self) -> str | None: ...
-    @property
-    def role(self) -> str | None: ...  # role_of(...), computed once by the decoder
-    @property
-    def content(self) -> Mapping[str, int]: ...  # content keys present (-> where)
-    @property
-    def retriever_event(self) -> bool: ...  # holds a db.query.result event
-    @property
-    def docs(self) -> Mapping[str, Mapping[int, Mapping[str, AttrValue]]]: ...  # document ids / scores
-    @property
-    def doc_content(self) -> Mapping[str, Mapping[int, Mapping[str, AttrValue]]]: ...  # -> their content keys
-    def value(self, key: str) -> AttrValue: ...  # a content key's value, read now
-    def to_record(self) -> SpanRecord: ...  # the span decoded in full, read now
 
 
 @dataclass(slots=True)  # not frozen: one is made per trace, and a frozen __init__ costs twice as much
@@ -146,27 +107,6 @@ class LatencyTrace:
     feedback: AttrValue = None  # attributes["ragmon.feedback"] of the full trace
 
 
-class _Group:
-    __slots__ = ("head", "members")
-
-    def __init__(self, head: LatencySpan) -> None:
-        self.head = head
-        self.members: list[LatencySpan] = []
-
-
-#: A document: its id, its score, and whether it has text — True / False when known, else the
-#: ``(span, content key)`` to read that from when asked (``_has_text``). A tuple: one per document.
-_Doc = tuple[str, "float | None", "bool | tuple[LatencySpan, str]"]
-
-
-def _has_text(doc: _Doc) -> bool:
-    text = doc[2]
-    if text is True or text is False:
-        return text
-    span, key = text
-    return to_str(span.value(key)) is not None
-
-
 def latency_trace(trace_id: str, spans: Sequence[LatencySpan], *, complete: bool,
                   settings: ExtractSettings | None = None) -> LatencyTrace | None:
     """The latency-only fields of one trace: the same values ``build_rag_trace`` gives (see the
@@ -181,7 +121,7 @@ def latency_trace(trace_id: str, spans: Sequence[LatencySpan], *, complete: bool
     local_root: LatencySpan | None = None  # this service's part of a distributed trace: its local root
     has_error = False
 
-    groups: dict[str, dict[str, _Group]] = {ROLE_RETRIEVER: {}, ROLE_RERANKER: {}, ROLE_GENERATOR: {}}
+    groups: dict[str, dict[str, LatencyGroup]] = {ROLE_RETRIEVER: {}, ROLE_RERANKER: {}, ROLE_GENERATOR: {}}
     declares_pipeline = False
     main: LatencySpan | None = None
     feedback_spans: list[LatencySpan] = []
@@ -202,7 +142,7 @@ def latency_trace(trace_id: str, spans: Sequence[LatencySpan], *, complete: bool
             by_head = groups[role]
             group = by_head.get(head.span_id)
             if group is None:
-                group = by_head[head.span_id] = _Group(head)
+                group = by_head[head.span_id] = LatencyGroup(head)
             group.members.append(span)
         attrs = span.attributes
         if not attrs:
@@ -223,7 +163,7 @@ def latency_trace(trace_id: str, spans: Sequence[LatencySpan], *, complete: bool
     by_head = groups[ROLE_GENERATOR]
     generators = _sorted_groups(by_head) if len(by_head) > 1 else list(by_head.values())
 
-    documents = _documents(retrievers, rerankers, settings.doc_id_keys)
+    documents = retrieved_documents(retrievers, rerankers, settings.doc_id_keys)
     heads = [g.head for g in retrievers]
     if rerankers:
         heads += [g.head for g in rerankers]
@@ -236,7 +176,7 @@ def latency_trace(trace_id: str, spans: Sequence[LatencySpan], *, complete: bool
                 messages = True
                 break
     if documents:
-        if any(d[2] is True or (d[2] is not False and _has_text(d)) for d in documents):
+        if any(d[2] is True or (d[2] is not False and has_text(d)) for d in documents):
             contexts_source = sc.CONTEXTS_RETRIEVAL
         elif messages:
             return None
@@ -284,7 +224,7 @@ def _feedback(spans: list[LatencySpan]) -> AttrValue:
     return None
 
 
-def _choose_generator(groups: list[_Group]) -> tuple[_Group | None, LatencySpan | None]:
+def _choose_generator(groups: list[LatencyGroup]) -> tuple[LatencyGroup | None, LatencySpan | None]:
     """``_trace._choose_generator``: the last-ending group that produced text, and its member
     holding the text. Whether a span produced text is read only when the choice depends on it."""
     if not groups:
@@ -347,101 +287,8 @@ class _Depth:
         return depth, span.start_time_ns
 
 
-def _sorted_groups(groups: dict[str, _Group]) -> list[_Group]:
+def _sorted_groups(groups: dict[str, LatencyGroup]) -> list[LatencyGroup]:
     return sorted(groups.values(), key=lambda g: g.head.start_time_ns) if len(groups) > 1 else list(groups.values())
-
-
-def _documents(retrievers: list[_Group], rerankers: list[_Group], keys: Sequence[str]) -> list[_Doc]:
-    """``_retrieval_documents``' documents after ``dedupe_and_rank``, as ``_Doc``s."""
-    found: list[_Doc] = []
-    for group in retrievers:
-        found.extend(_best(group, False, keys))
-    for group in rerankers:
-        reranked = _best(group, True, keys)
-        if reranked:
-            found = reranked
-    if len(found) < 2 or len({doc[0] for doc in found}) == len(found):
-        return found  # (usually no id repeats)
-    seen: set[str] = set()
-    unique: list[_Doc] = []
-    for doc in found:
-        if doc[0] not in seen:
-            seen.add(doc[0])
-            unique.append(doc)
-    return unique
-
-
-_RETRIEVAL_PREFIX = sc.RETRIEVAL_DOCUMENTS_PREFIX + "."
-_RERANKER_PREFIX = sc.RERANKER_OUTPUT_DOCUMENTS_PREFIX + "."
-_FIELD_PREFIX = "document."
-_CONTENT_FIELD = sc.DOCUMENT_CONTENT
-
-
-def _best(group: _Group, reranker: bool, keys: Sequence[str]) -> list[_Doc]:
-    """``best_documents``: the member holding the most documents. With one such member that
-    is it; with several the full key (texts, scores, the store's own ids) decides, read in full."""
-    best: list[_Doc] = []
-    found = 0
-    for span in group.members:
-        docs = _span_documents(span, reranker, keys)
-        if docs:
-            found += 1
-            best = docs
-    if found < 2:
-        return best
-    records = [m.to_record() for m in group.members]
-    reader = reranker_documents if reranker else span_documents
-    chosen, _ = best_documents(Group(records[0], records), lambda r: reader(r, keys))
-    return [(d.id, d.score, d.content is not None) for d in chosen]
-
-
-def _span_documents(span: LatencySpan, reranker: bool, keys: Sequence[str]) -> list[_Doc]:
-    """``span_documents`` (``reranker_documents``): flattened documents with their own ids are
-    read here; any other source (ids from metadata or text, JSON, events) by the full reader."""
-    for prefix in (_RERANKER_PREFIX, _RETRIEVAL_PREFIX) if reranker else (_RETRIEVAL_PREFIX,):
-        docs = _flattened(span, prefix)
-        if docs is None:
-            break
-        if docs:
-            return docs
-    else:
-        if not (span.retriever_event or any(k in span.content for k in _DOCUMENT_KEYS)):
-            return []
-    record = span.to_record()
-    full = reranker_documents(record, keys) if reranker else span_documents(record, keys)
-    return [(d.id, d.score, d.content is not None) for d in full]
-
-
-def _flattened(span: LatencySpan, prefix: str) -> list[_Doc] | None:
-    """``_documents._flattened_documents`` for documents with ids of their own (None when one
-    has none: its id would come from its metadata or text), in index order. The decoder has
-    already split the keys as ``indexed_fields`` does (``docs``, ``doc_content``)."""
-    fields = span.docs.get(prefix, _NO_FIELDS)
-    texts: dict[int, AttrValue] = {}
-    content = span.doc_content.get(prefix)
-    if content:
-        for index, found in content.items():
-            if index not in fields:
-                return None  # text or metadata but no id
-            key = found.get(_CONTENT_FIELD)
-            if key is not None:
-                texts[index] = key
-    docs: list[_Doc] = []
-    for index in sorted(fields) if len(fields) > 1 else fields:
-        f = fields[index]
-        # to_id / to_float, with their usual cases (a string id, a float score) inline
-        value = f.get(sc.DOCUMENT_ID)
-        doc_id = (value.strip() or None) if type(value) is str else to_id(value)
-        if doc_id is None:
-            return None
-        value = f.get(sc.DOCUMENT_SCORE)
-        score = (value if math.isfinite(value) else None) if type(value) is float else to_float(value)
-        key = texts.get(index)
-        docs.append((doc_id, score, (span, key) if isinstance(key, str) else False))
-    return docs
-
-
-_NO_FIELDS: Mapping[int, Mapping[str, AttrValue]] = {}
 
 
 _MODEL_KEYS = (sc.LLM_MODEL_NAME, sc.GEN_AI_RESPONSE_MODEL, sc.GEN_AI_REQUEST_MODEL)
