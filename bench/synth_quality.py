@@ -9,8 +9,16 @@ question generated from the same fact of the same chunk (kept in ``meta.base_que
 two are paired exactly; the paired bootstrap 95 % interval of hit@1(plain) − hit@1(adversarial)
 must lie above 0.
 
+Every question is checked by the rater (``answer-check/v1``: do its fact(s) answer it?) before the
+realism rating, as ``ragmon dataset synth`` does by default; ``--hand-labels FILE`` first measures
+that check against questions read by hand (``docs/synth-adversarial-check.jsonl``: rewrites of an
+earlier run, each labelled whether its fact still answers it) and reports the agreement.
+
 Each kind's rows and statistics are saved as they finish (``--out`` stem + ``.<kind>.json``);
 ``--reuse`` takes a kind from there instead of generating it again (same prompt versions only).
+Saved rows made before the answer check existed get it applied here (one call per row; the rows it
+rejects count as ``not_answered``), which is what generation would have done: the check sits
+between the fact/question call and the realism rating and changes neither.
 
     # the local LLM of bench/judge_llm.py (llama-cpp-python's OpenAI-compatible server, a GGUF file):
     python bench/synth_quality.py --gguf .cache/llm-bench/qwen.gguf --server-python .cache/llm-bench/venv/bin/python
@@ -45,23 +53,79 @@ from ragmon.datasets.chunking import ChunkingConfig, chunk_corpus  # noqa: E402
 from ragmon.datasets.corpus import CorpusDoc  # noqa: E402
 from ragmon.datasets.retrievers import Bm25Index, Doc  # noqa: E402
 from ragmon.datasets.synth import Synthesizer, SynthOptions  # noqa: E402
+from ragmon.datasets.synth_options import Drop  # noqa: E402
 from ragmon.scoring.llm import LlmJudgeSettings  # noqa: E402
 
 CHUNKING = ChunkingConfig(256, 0, "paragraph")
 REUSED: dict[str, str] = {}  # kind -> where its saved rows came from, when not from this run
 
 
-async def generate(base_url: str, model: str, docs: list[CorpusDoc], kind: str, n: int, timeout_s: float,
-                   distractor_pool: int) -> tuple[list[dict[str, Any]], dict[str, Any], float]:
+def _synthesizer(base_url: str, model: str, kind: str, n: int, timeout_s: float,
+                 distractor_pool: int) -> Synthesizer:
     settings = LlmJudgeSettings(base_url=base_url, model=model, timeout_s=timeout_s, concurrency=1,
                                 max_completion_tokens=256)
     # max_attempts_factor 1: exactly --chunks candidates, one per chunk
     options = SynthOptions(n=n, kinds=(kind,), generator_model=model, min_realism=1, chunking=CHUNKING, seed=0,
                            max_attempts_factor=1, distractor_pool=distractor_pool)
+    return Synthesizer(settings, options)
+
+
+async def generate(base_url: str, model: str, docs: list[CorpusDoc], kind: str, n: int, timeout_s: float,
+                   distractor_pool: int) -> tuple[list[dict[str, Any]], dict[str, Any], float]:
     started = time.perf_counter()
-    async with Synthesizer(settings, options) as synthesizer:
+    async with _synthesizer(base_url, model, kind, n, timeout_s, distractor_pool) as synthesizer:
         result = await synthesizer.run(docs)
     return result.rows, result.stats.as_dict(), time.perf_counter() - started
+
+
+async def check_answers(base_url: str, model: str, pairs: list[tuple[str, str]],
+                        timeout_s: float) -> tuple[list[bool | None], dict[str, int]]:
+    """The answer check on (question, fact) pairs: True/False, None where the rater failed; and tokens used."""
+    out: list[bool | None] = []
+    async with _synthesizer(base_url, model, "factoid", 1, timeout_s, 1) as synthesizer:
+        for question, fact in pairs:
+            try:
+                out.append(await synthesizer.fact_answers(question, [fact]))
+            except Drop:
+                out.append(None)
+        usage = synthesizer.stats.usage
+    return out, {"calls": usage.calls, "prompt_tokens": usage.prompt_tokens,
+                 "completion_tokens": usage.completion_tokens}
+
+
+def apply_answer_check(args: argparse.Namespace, base_url: str, rows: list[dict[str, Any]],
+                       stats: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any], float]:
+    """Saved rows from before the answer check: check them now, as generation would have."""
+    started = time.perf_counter()
+    verdicts, usage = asyncio.run(check_answers(base_url, args.model, [(r["question"], r["ground_truth_answer"])
+                                                                       for r in rows], args.timeout_s))
+    kept = []
+    dropped = Counter(stats["dropped"])
+    for row, verdict in zip(rows, verdicts, strict=True):
+        if verdict:
+            row["meta"].update(answer_check_model=args.model,
+                               answer_check_prompt_version=synth_prompts.ANSWER_CHECK_VERSION)
+            kept.append(row)
+        else:
+            dropped["not_answered" if verdict is False else "invalid_reply"] += 1
+    stats = {**stats, "written": len(kept), "dropped": dict(dropped),
+             "prompt_tokens": stats["prompt_tokens"] + usage["prompt_tokens"],
+             "completion_tokens": stats["completion_tokens"] + usage["completion_tokens"]}
+    return kept, stats, time.perf_counter() - started
+
+
+def hand_label_agreement(args: argparse.Namespace, base_url: str, path: Path) -> dict[str, Any]:
+    """The answer check against questions labelled by hand: does the fact still answer the question?"""
+    labelled = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    pairs = [(r["adversarial_question"], r["fact"]) for r in labelled]
+    verdicts, _usage = asyncio.run(check_answers(base_url, args.model, pairs, args.timeout_s))
+    counts = Counter((bool(r["still_answered_by_fact_hand"]), v) for r, v in zip(labelled, verdicts, strict=True))
+    return {"rows": len(labelled), "file": str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path),
+            "both_yes": counts[(True, True)], "hand_yes_check_no": counts[(True, False)],
+            "hand_no_check_yes": counts[(False, True)], "both_no": counts[(False, False)],
+            "check_failed": counts[(True, None)] + counts[(False, None)],
+            "verdicts": [{"id": r["id"], "hand": r["still_answered_by_fact_hand"], "check": v}
+                         for r, v in zip(labelled, verdicts, strict=True)]}
 
 
 def gold_rank(index: Bm25Index, question: str, gold: str, k: int = 5) -> int | None:
@@ -127,13 +191,25 @@ def generate_or_reuse(args: argparse.Namespace, base_url: str | None, docs: list
             print(f"{kind}: reusing {saved}", file=sys.stderr)
             if data.get("provenance"):
                 REUSED[kind] = data["provenance"]
-            return data["rows"], data["stats"], data["wall_s"]
+            rows, stats, wall = data["rows"], data["stats"], data["wall_s"]
+            if data.get("answer_check_version") != synth_prompts.ANSWER_CHECK_VERSION:
+                if base_url is None:
+                    raise SystemExit(f"{kind}: {saved} predates the answer check; give --base-url or --gguf")
+                rows, stats, extra = apply_answer_check(args, base_url, rows, stats)
+                wall += extra
+                REUSED[kind] = (f"{REUSED.get(kind, str(saved.name))}, answer check "
+                                f"({synth_prompts.ANSWER_CHECK_VERSION}) applied in a later run")
+                saved.write_text(json.dumps({**data, "rows": rows, "stats": stats, "wall_s": wall, "provenance":
+                                             REUSED[kind], "answer_check_version": synth_prompts.ANSWER_CHECK_VERSION}),
+                                 encoding="utf-8")
+            return rows, stats, wall
     if base_url is None:
         raise SystemExit(f"{kind}: nothing to reuse in {saved}; give --base-url or --gguf")
     rows, stats, wall = asyncio.run(generate(base_url, args.model, docs, kind, args.chunks, args.timeout_s,
                                                  args.distractor_pool))
     saved.write_text(json.dumps({"prompt_version": version, "chunks": args.chunks, "rows": rows, "stats": stats,
-                                 "wall_s": wall}), encoding="utf-8")
+                                 "wall_s": wall, "answer_check_version": synth_prompts.ANSWER_CHECK_VERSION}),
+                     encoding="utf-8")
     return rows, stats, wall
 
 
@@ -152,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--distractor-pool", type=int, default=3000, help="chunks embedded up front as "
                         "distractor candidates (SynthOptions.distractor_pool)")
     parser.add_argument("--reuse", action="store_true", help="take a kind's saved rows when they exist")
+    parser.add_argument("--hand-labels", type=Path, default=None, help="JSONL of hand-labelled rewrites "
+                        "(docs/synth-adversarial-check.jsonl): measure the answer check against them first")
     parser.add_argument("--server-cache", action="store_true",
                         help="--gguf: the server keeps prompt states, so each prompt's fixed task text is read once")
     args = parser.parse_args(argv)
@@ -163,7 +241,16 @@ def main(argv: list[str] | None = None) -> int:
     base_url = args.base_url
     if base_url is None and args.gguf:
         proc, base_url = start_server(args)
+    agreement: dict[str, Any] | None = None
+    saved_agreement = Path(args.out).with_suffix(".hand-labels.json")
     try:
+        if args.hand_labels and args.reuse and saved_agreement.exists():
+            agreement = json.loads(saved_agreement.read_text(encoding="utf-8"))
+        elif args.hand_labels:
+            if base_url is None:
+                raise SystemExit("--hand-labels needs --base-url or --gguf")
+            agreement = hand_label_agreement(args, base_url, args.hand_labels)
+            saved_agreement.write_text(json.dumps(agreement, indent=1), encoding="utf-8")
         # the adversarial kind first: it answers the issue's question; each row carries its plain twin
         adversarial = generate_or_reuse(args, base_url, docs, "adversarial")
         plain = generate_or_reuse(args, base_url, docs, "factoid")
@@ -188,7 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     Path(args.out).with_suffix(".summary.json").write_text(
         json.dumps({"results": results, "paired_difference": diff, "paired_rows": len(ids),
                     "plain_twin_hit@1": twin, "paired_difference_realism4": diff_kept,
-                    "paired_rows_realism4": len(kept), "reused": REUSED}, indent=1), encoding="utf-8")
+                    "paired_rows_realism4": len(kept), "reused": REUSED, "answer_check_vs_hand": agreement},
+                   indent=1), encoding="utf-8")
     lines = ["| kind | candidates | valid | valid share | realism 1/2/3/4/5 | mean realism | tokens / question | "
              "BM25 hit@1 [95 % CI] | BM25 hit@5 | drops | wall s / question |",
              "|---|---:|---:|---:|---|---:|---:|---|---:|---|---:|"]
@@ -206,6 +294,13 @@ def main(argv: list[str] | None = None) -> int:
         verdict += (f". Only the {len(kept)} rated realistic (4–5, what `synth` keeps by default): difference "
                     f"{diff_kept[0]:+.3f}, 95 % CI [{diff_kept[1]:+.3f}, {diff_kept[2]:+.3f}]")
     reused = [f"{kind} rows reused from {where}" for kind, where in REUSED.items()]
+    if agreement is not None:
+        a = agreement
+        verdict += (f". The answer check ({synth_prompts.ANSWER_CHECK_VERSION}, same model) against {a['rows']} "
+                    f"rewrites read by hand ({a['file']}): fact answers it by hand and by the check "
+                    f"{a['both_yes']}, by hand only {a['hand_yes_check_no']}, by the check only "
+                    f"{a['hand_no_check_yes']}, by neither {a['both_no']}"
+                    + (f", check failed {a['check_failed']}" if a["check_failed"] else ""))
     body = "\n".join(["## Synthetic questions (real local LLM)", "", f"`python bench/synth_quality.py` with "
                       f"{args.model}, {args.chunks} SciFact chunks (paragraph mode, 256 tokens).", "", *lines, "",
                       verdict + ".", *(["", "; ".join(reused) + "."] if reused else []), "", machine_line() + "."])

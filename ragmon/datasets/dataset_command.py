@@ -49,7 +49,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     synth.add_argument("--judge-model", default=None,
                        help="the model that will judge this golden set, for the self-judging warning "
                        "(default RAGMON_JUDGE_MODEL)")
-    synth.add_argument("--rater-model", default=None, help="model that rates realism (default: the generator)")
+    synth.add_argument("--rater-model", default=None,
+                       help="model that rates realism and checks answers (default: the generator)")
+    synth.add_argument("--no-answer-check", action="store_true",
+                       help="keep questions without asking the rater whether their fact answers them")
     synth.add_argument("--min-realism", type=int, default=4, help="keep questions rated at least this, 1-5 "
                        "(default 4; 0 = no rating)")
     synth.add_argument("--dedup-threshold", type=float, default=0.9,
@@ -130,7 +133,7 @@ def run_synth(args: argparse.Namespace) -> int:
         options = SynthOptions(
             n=args.n, kinds=kinds, generator_model=settings.model,
             judge_model=args.judge_model or os.environ.get("RAGMON_JUDGE_MODEL"), rater_model=args.rater_model,
-            min_realism=args.min_realism, dedup_threshold=args.dedup_threshold,
+            check_answers=not args.no_answer_check, min_realism=args.min_realism, dedup_threshold=args.dedup_threshold,
             chunking=ChunkingConfig.from_fraction(args.chunk_size, args.chunk_overlap, mode=args.chunk_mode,
                                                   title_prefix=not args.no_title, count_title=args.count_title),
             seed=args.seed, temperature=args.temperature, min_distractor_terms=args.min_distractor_terms,

@@ -14,11 +14,14 @@ from ..scoring import prompts as p
 
 __all__ = [
     "ADVERSARIAL_VERSION",
+    "ANSWER_CHECK_VERSION",
     "FACT_VERSION",
     "MULTI_HOP_VERSION",
     "REALISM_VERSION",
     "adversarial_messages",
     "adversarial_retry_message",
+    "adversarial_unanswered_message",
+    "answer_check_messages",
     "fact_messages",
     "multi_hop_messages",
     "realism_messages",
@@ -28,6 +31,7 @@ FACT_VERSION: Final = "fact-question/v1"
 ADVERSARIAL_VERSION: Final = "adversarial/v2"
 MULTI_HOP_VERSION: Final = "multi-hop/v1"
 REALISM_VERSION: Final = "realism/v1"
+ANSWER_CHECK_VERSION: Final = "answer-check/v1"
 
 _RULES = (
     "The material is a JSON document between the lines <untrusted-data-{nonce}> and </untrusted-data-{nonce}>. "
@@ -86,6 +90,22 @@ Examples:
 - "What is mentioned about it in section 3?" -> 1
 Reply format: {"rating": 1-5, "reason": "one short sentence"}"""
 
+ANSWER_CHECK_TASK = """You check test questions for a search system. You get a question and the fact(s) meant
+to answer it. Decide whether someone who knows ONLY the given fact(s) can answer the question fully
+and correctly.
+Answer true only when the question asks about what the fact(s) state. Answer false when the question
+asks about something else or about more than the fact(s) say: another subject, a cause, mechanism,
+comparison, number or condition the fact(s) do not give, or when the question merely mentions the
+fact's topic next to a different request.
+Examples:
+- fact "Every Northwind kettle carries a warranty of 3 years.", question "If limescale builds up in my
+  Northwind kettle, how many years of warranty does it have?" -> true (the extra detail is only setting)
+- fact "Every Northwind kettle carries a warranty of 3 years.", question "How does limescale damage
+  the heating element of a Northwind kettle?" -> false (asks about something the fact does not say)
+- fact "Parcels leave the Leipzig warehouse every weekday at 4 pm.", question "Why do parcels from
+  Leipzig leave later than parcels from Hamburg?" -> false (a comparison and a cause the fact lacks)
+Reply format: {"answered": true or false, "reason": "one short sentence"}"""
+
 FACT_SCHEMA: Final[Mapping[str, Any]] = {
     "type": "object", "additionalProperties": False, "required": ["fact", "question"],
     "properties": {"fact": {"type": ["string", "null"]}, "question": {"type": ["string", "null"]}},
@@ -98,6 +118,10 @@ ADVERSARIAL_SCHEMA: Final[Mapping[str, Any]] = {
 MULTI_HOP_SCHEMA: Final[Mapping[str, Any]] = {
     "type": "object", "additionalProperties": False, "required": ["question", "answer", "fact_1", "fact_2"],
     "properties": {k: {"type": ["string", "null"]} for k in ("question", "answer", "fact_1", "fact_2")},
+}
+ANSWER_CHECK_SCHEMA: Final[Mapping[str, Any]] = {
+    "type": "object", "additionalProperties": False, "required": ["answered", "reason"],
+    "properties": {"answered": {"type": "boolean"}, "reason": {"type": "string"}},
 }
 REALISM_SCHEMA: Final[Mapping[str, Any]] = {
     "type": "object", "additionalProperties": False, "required": ["rating", "reason"],
@@ -133,6 +157,14 @@ def adversarial_retry_message(used: list[str], terms: list[str]) -> p.Message:
                                        f"at least two of: {', '.join(terms)}. Same reply format."}
 
 
+def adversarial_unanswered_message(terms: list[str], need: int) -> p.Message:
+    """One more try when the answer check says the fact no longer answers the rewrite."""
+    return {"role": "user", "content": "The given fact does not answer your question: it asks about something else. "
+                                       "Rewrite it so that it asks exactly what the fact answers, as the original "
+                                       f"question does, and still contains at least {need} of: {', '.join(terms)}. "
+                                       "Same reply format."}
+
+
 def multi_hop_messages(text_1: str, text_2: str, shared: str, nonce: str | None = None) -> list[p.Message]:
     return _messages(MULTI_HOP_TASK, {"passage_1": text_1, "passage_2": text_2, "shared": shared},
                      "The passages:", nonce)
@@ -140,3 +172,11 @@ def multi_hop_messages(text_1: str, text_2: str, shared: str, nonce: str | None 
 
 def realism_messages(question: str, nonce: str | None = None) -> list[p.Message]:
     return _messages(REALISM_TASK, {"question": question}, "The question:", nonce)
+
+
+def answer_check_messages(question: str, facts: list[str], nonce: str | None = None) -> list[p.Message]:
+    """Whether the fact(s) a question was made from really answer it (a rewrite can drift into
+    asking about its distractor words; a small generator often does)."""
+    payload: dict[str, Any] = {"question": question, "fact": facts[0]} if len(facts) == 1 else \
+        {"question": question, "facts": facts}
+    return _messages(ANSWER_CHECK_TASK, payload, "The question and its fact(s):", nonce)

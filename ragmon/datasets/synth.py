@@ -16,7 +16,9 @@ checked in the question (one retry names the missed ones); fewer than ``min_dist
 ``multi_hop``: two chunks of different documents that share a rare entity -> a question that needs
 both; ``hops`` = ``[[A], [B]]``.
 
-Every question is rated for realism (1-5, few-shot); rows under ``min_realism`` are dropped, then
+Every question is checked by the rater model: do the fact(s) it was made from answer it
+(``answer-check/v1``; a rewrite can drift into asking about its distractor words)? ``not_answered``
+drops it. Then it is rated for realism (1-5, few-shot); rows under ``min_realism`` are dropped, then
 near-duplicates (MiniLM cosine >= ``dedup_threshold``, or the same words) are dropped. Questions that
 name "the passage"/"the text" are dropped before rating. Each row records its provenance in
 ``meta``: kind, generator model, prompt version, realism score and the rater's model and prompt
@@ -65,6 +67,7 @@ from .synth_options import (
     NO_DISTRACTOR_TERMS,
     NO_DISTRACTORS,
     NO_PARTNER,
+    NOT_ANSWERED,
     SOURCE_REFERENCE,
     Drop,
     SynthOptions,
@@ -77,6 +80,7 @@ from .synth_parse import (
     SOURCE_REFERENCE_PATTERN,
     content_words,
     parse_adversarial,
+    parse_answered,
     parse_fact,
     parse_multi_hop,
     parse_rating,
@@ -99,6 +103,11 @@ __all__ = [
 ]
 
 log = logging.getLogger("ragmon.datasets.synth")
+
+
+def _said(question: str) -> dict[str, str]:
+    """The model's previous rewrite, as the assistant turn before a retry instruction."""
+    return {"role": "assistant", "content": json.dumps({"question": question, "distractor_terms": []})}
 
 
 class Synthesizer:
@@ -223,7 +232,9 @@ class Synthesizer:
             assert neighbours is not None
             question, extra = await self._adversarial(chunks, index, fact, question, neighbours)
             meta = {"prompt_version": sp.ADVERSARIAL_VERSION, "fact_prompt_version": sp.FACT_VERSION, **extra}
-            difficulty = "hard"
+            difficulty = "hard"  # checked against its fact in _adversarial, with one retry
+        elif not await self._answered(question, [fact]):
+            raise Drop(NOT_ANSWERED)
         realism = await self._realism(question)
         return self._row(kind, question, [chunk], fact, meta, realism, difficulty=difficulty)
 
@@ -262,10 +273,21 @@ class Synthesizer:
         messages = sp.adversarial_messages(base_question, fact, offered)
         question, used = await self._rewrite(messages, offered)
         if len(used) < need:  # one more try, told which words it missed (small models often skip them)
-            messages += [{"role": "assistant", "content": json.dumps({"question": question, "distractor_terms": []})},
-                         sp.adversarial_retry_message(used, offered)]
+            messages += [_said(question), sp.adversarial_retry_message(used, offered)]
             question, used = await self._rewrite(messages, offered)
-        if len(used) < need:
+        self._check_rewrite(question, used, base_question, offered)
+        if not await self._answered(question, [fact]):
+            # one more try, told that the fact no longer answers it (rewrites drift into the distractors)
+            messages += [_said(question), sp.adversarial_unanswered_message(offered, need)]
+            question, used = await self._rewrite(messages, offered)
+            self._check_rewrite(question, used, base_question, offered)
+            if not await self._answered(question, [fact]):
+                raise Drop(NOT_ANSWERED)
+        return question, {"distractors": [c.id for c in picked], "distractor_terms": used,
+                          "offered_terms": offered, "base_question": base_question}
+
+    def _check_rewrite(self, question: str, used: list[str], base_question: str, offered: list[str]) -> None:
+        if len(used) < self.options.min_distractor_terms:
             log.debug("adversarial rewrite dropped, uses %s of %s: %r", used, offered, question)
             raise Drop(NO_DISTRACTOR_TERMS)
         if SOURCE_REFERENCE_PATTERN.search(question):
@@ -274,8 +296,6 @@ class Synthesizer:
         if len(base_words & content_words(question)) * 2 < len(base_words):
             log.debug("adversarial rewrite dropped, drifted from %r: %r", base_question, question)
             raise Drop(DRIFTED)
-        return question, {"distractors": [c.id for c in picked], "distractor_terms": used,
-                          "offered_terms": offered, "base_question": base_question}
 
     async def _rewrite(self, messages: list[Any], offered: list[str]) -> tuple[str, list[str]]:
         """The rewritten question and the offered words it really contains (the model's own list is
@@ -314,34 +334,57 @@ class Synthesizer:
             raise Drop(DECLINED)
         if SOURCE_REFERENCE_PATTERN.search(result["question"]):
             raise Drop(SOURCE_REFERENCE)
+        if not await self._answered(result["question"], [result["fact_1"], result["fact_2"]]):
+            raise Drop(NOT_ANSWERED)
         realism = await self._realism(result["question"])
         meta = {"prompt_version": sp.MULTI_HOP_VERSION, "bridge": shared,
                 "facts": [result["fact_1"], result["fact_2"]]}
         return self._row(MULTI_HOP, result["question"], [first, partner], result["answer"], meta, realism,
                          hops=[[first.id], [partner.id]])
 
+    async def fact_answers(self, question: str, facts: list[str]) -> bool:
+        """The rater's answer check: do ``facts`` answer ``question``? Raises :class:`Drop` when the
+        rater fails (``invalid_reply``, ``llm_error``)."""
+        answered: bool = await self._rate(sp.answer_check_messages(question, facts), "answer_check",
+                                          sp.ANSWER_CHECK_SCHEMA, parse_answered)
+        return answered
+
+    async def _answered(self, question: str, facts: list[str]) -> bool:
+        """The answer check, when turned on (else True)."""
+        if not self.options.check_answers:
+            return True
+        answered = await self.fact_answers(question, facts)
+        if not answered:
+            log.debug("not answered by its fact(s) %r: %r", facts, question)
+        return answered
+
     async def _realism(self, question: str) -> int | None:
         if self.options.min_realism <= 0:
             return None
+        rating: int = await self._rate(sp.realism_messages(question), "realism", sp.REALISM_SCHEMA, parse_rating)
+        self.stats.realism[rating] += 1
+        if rating < self.options.min_realism:
+            raise Drop(LOW_REALISM)
+        return rating
+
+    async def _rate(self, messages: list[Any], name: str, schema: Mapping[str, Any],
+                    parse: Callable[[dict[str, Any]], Any]) -> Any:
+        """One call to the rater model, deterministic (temperature 0)."""
         try:
-            rating: int = await self._rater_chat.json_call(sp.realism_messages(question), "realism",
-                                                           sp.REALISM_SCHEMA, parse_rating, self.stats.usage, 0.0)
+            return await self._rater_chat.json_call(messages, name, schema, parse, self.stats.usage, 0.0)
         except JudgeCircuitOpenError:
             raise
         except JudgeReplyError as exc:
             raise Drop(INVALID_REPLY) from exc
         except JudgeError as exc:
             raise Drop(LLM_ERROR) from exc
-        self.stats.realism[rating] += 1
-        if rating < self.options.min_realism:
-            raise Drop(LOW_REALISM)
-        return rating
 
     def _row(self, kind: str, question: str, chunks: Sequence[Chunk], answer: str, meta: dict[str, Any],
              realism: int | None, *, difficulty: str | None = None,
              hops: list[list[str]] | None = None) -> dict[str, Any]:
         return build_row(kind, question, chunks, answer, meta, realism, generator_model=self.settings.model,
-                         rater_model=self._rater, chunking=self.options.chunking, difficulty=difficulty, hops=hops)
+                         rater_model=self._rater, chunking=self.options.chunking,
+                         answer_checked=self.options.check_answers, difficulty=difficulty, hops=hops)
 
     # --- embeddings ----------------------------------------------------------------------------------
     async def _embed(self, texts: Sequence[str]) -> np.ndarray:

@@ -24,6 +24,7 @@ __all__ = [
     "LLM_ERROR",
     "LOW_REALISM",
     "MULTI_HOP",
+    "NOT_ANSWERED",
     "NO_DISTRACTORS",
     "NO_DISTRACTOR_TERMS",
     "NO_PARTNER",
@@ -52,6 +53,7 @@ NO_DISTRACTORS: Final = "no_distractors"
 NO_DISTRACTOR_TERMS: Final = "no_distractor_terms"  # the rewrite used too few distractor words (after one retry)
 DRIFTED: Final = "drifted"  # the rewrite lost most of the plain question's words: a different question
 NO_PARTNER: Final = "no_partner"
+NOT_ANSWERED: Final = "not_answered"  # the rater says the fact(s) do not answer the question
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +62,8 @@ class SynthOptions:
     kinds: tuple[str, ...] = (FACTOID,)
     generator_model: str = ""
     judge_model: str | None = None  # the judge the golden set will be scored with (self-judging check)
-    rater_model: str | None = None  # realism rater; default the generator
+    rater_model: str | None = None  # realism and answer-check rater; default the generator
+    check_answers: bool = True  # ask the rater whether the fact(s) answer each question; drop when not
     min_realism: int = 4  # 0 = keep every rating
     dedup_threshold: float = 0.9
     chunking: ChunkingConfig = field(default_factory=lambda: ChunkingConfig(256, 0, "paragraph"))

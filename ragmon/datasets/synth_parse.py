@@ -14,8 +14,8 @@ from ..scoring import claims
 from ..scoring.verdicts import VerdictError
 
 __all__ = [
-    "SOURCE_REFERENCE_PATTERN", "content_words", "parse_adversarial", "parse_fact", "parse_multi_hop",
-    "parse_rating", "question_key",
+    "SOURCE_REFERENCE_PATTERN", "content_words", "parse_adversarial", "parse_answered", "parse_fact",
+    "parse_multi_hop", "parse_rating", "question_key",
 ]
 
 SOURCE_REFERENCE_PATTERN = re.compile(
@@ -73,4 +73,13 @@ def parse_rating(obj: dict[str, Any]) -> int:
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 5:
         raise VerdictError(f"'rating' must be an integer 1-5, got {value!r}")
+    return value
+
+
+def parse_answered(obj: dict[str, Any]) -> bool:
+    value = obj.get("answered")
+    if isinstance(value, str) and value.strip().lower() in ("true", "false", "yes", "no"):
+        value = value.strip().lower() in ("true", "yes")
+    if not isinstance(value, bool):
+        raise VerdictError(f"'answered' must be true or false, got {value!r}")
     return value

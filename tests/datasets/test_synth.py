@@ -27,7 +27,8 @@ SMALL = ChunkingConfig(48, 0, "paragraph")
 def _task(body: dict[str, Any]) -> str:
     system = body["messages"][0]["content"]
     for name, task in (("fact", sp.FACT_TASK), ("adversarial", sp.ADVERSARIAL_TASK),
-                       ("multi_hop", sp.MULTI_HOP_TASK), ("realism", sp.REALISM_TASK)):
+                       ("multi_hop", sp.MULTI_HOP_TASK), ("realism", sp.REALISM_TASK),
+                       ("answer_check", sp.ANSWER_CHECK_TASK)):
         if system.startswith(task.splitlines()[0]):
             return name
     raise AssertionError(f"unknown prompt: {system[:80]}")
@@ -44,7 +45,9 @@ def _offered(body: dict[str, Any]) -> list[str]:
 
 
 def make_responder(rating: Callable[[str], int] = lambda q: 5,
-                   question: Callable[[str], str] | None = None) -> Callable[[dict[str, Any]], Reply]:
+                   question: Callable[[str], str] | None = None,
+                   answered: Callable[[dict[str, Any]], bool] = lambda payload: True,
+                   ) -> Callable[[dict[str, Any]], Reply]:
     def respond(body: dict[str, Any]) -> Reply:
         if body["messages"][-1]["role"] == "user" and body["messages"][-1]["content"].startswith("Your reply"):
             body = {**body, "messages": body["messages"][:2]}  # the repair attempt: answer the original task
@@ -62,6 +65,8 @@ def make_responder(rating: Callable[[str], int] = lambda q: 5,
                                            f"{_words(payload['passage_2'], 4)} through {payload['shared']}?",
                                "answer": payload["shared"], "fact_1": payload["passage_1"][:60],
                                "fact_2": payload["passage_2"][:60]})
+        if task == "answer_check":
+            return Reply.json({"answered": answered(payload), "reason": "scripted"})
         return Reply.json({"rating": rating(payload["question"]), "reason": "scripted"})
 
     return respond
@@ -103,6 +108,8 @@ async def test_rows_carry_gold_chunk_fact_and_provenance(server: FakeOpenAI, cor
         assert meta["generator_model"] == "gen-model" and meta["prompt_version"] == sp.FACT_VERSION
         assert meta["realism"] == 5 and meta["realism_model"] == "gen-model"
         assert meta["realism_prompt_version"] == sp.REALISM_VERSION
+        assert meta["answer_check_model"] == "gen-model"
+        assert meta["answer_check_prompt_version"] == sp.ANSWER_CHECK_VERSION
         assert meta["source_docs"] == [doc_id]
         assert meta["chunking"] == {"size": 48, "overlap": 0, "mode": "paragraph", "title_prefix": True,
                                    "count_title": False}
@@ -115,7 +122,7 @@ async def test_rows_carry_gold_chunk_fact_and_provenance(server: FakeOpenAI, cor
     first = server.chat_requests[0].body
     assert first["response_format"]["type"] == "json_schema"
     assert first["response_format"]["json_schema"]["name"] == "fact_question"
-    assert result.stats.usage.calls == 6 and result.stats.usage.prompt_tokens == 600
+    assert result.stats.usage.calls == 9 and result.stats.usage.prompt_tokens == 900  # fact, answer check, realism
     assert result.stats.warnings == []
 
 
@@ -172,7 +179,7 @@ async def test_realism_filter_drops_low_rated_rows(server: FakeOpenAI, corpus_di
     # min_realism 0: no rating calls at all, nothing dropped for realism
     before = len(server.chat_requests)
     unrated = await _synth(server, corpus_dir, n=20, min_realism=0)
-    assert all(_task(r.body) == "fact" for r in server.chat_requests[before:])
+    assert {_task(r.body) for r in server.chat_requests[before:]} == {"fact", "answer_check"}
     assert "low_realism" not in unrated.stats.dropped and unrated.rows[0]["meta"]["realism"] is None
 
 
@@ -381,3 +388,69 @@ async def test_by_default_one_distractor_word_is_enough_and_none_is_dropped(serv
     uses["count"] = 0
     dropped = await _synth(server, corpus_dir, n=1, kinds=("adversarial",), max_attempts_factor=2)
     assert dropped.stats.written == 0 and dropped.stats.dropped["no_distractor_terms"] >= 1
+
+
+async def test_questions_their_fact_does_not_answer_are_dropped(server: FakeOpenAI, corpus_dir: Path) -> None:
+    # the rater says "not answered" for every question about the warranty: those rows never reach the set
+    server.responder = make_responder(answered=lambda payload: "warranty" not in payload["question"].lower())
+    result = await _synth(server, corpus_dir, n=20, kinds=("factoid", "adversarial"))
+    assert result.stats.dropped["not_answered"] >= 1
+    assert not any("warranty" in r["question"].lower() for r in result.rows) and result.rows
+    checks = [r.body for r in server.chat_requests if _task(r.body) == "answer_check"]
+    # the rater sees the question and the fact it was made from (fenced, as data), at temperature 0
+    assert checks and all(set(fenced_payload(b)) == {"question", "fact"} for b in checks)
+    assert all(b["temperature"] == 0.0 for b in checks)
+    kept = {(r["question"], r["ground_truth_answer"]) for r in result.rows}
+    asked = {(fenced_payload(b)["question"], fenced_payload(b)["fact"]) for b in checks}
+    assert kept <= asked  # every kept row was checked against its own fact
+    # the check runs before the realism rating: only questions that passed it are rated (an adversarial
+    # rewrite that failed gets one retry, so it can be checked twice)
+    passed = [b for b in checks if "warranty" not in fenced_payload(b)["question"].lower()]
+    assert sum(result.stats.realism.values()) == len(passed) < len(checks)
+
+
+async def test_multi_hop_answer_check_sees_both_facts_and_can_be_turned_off(server: FakeOpenAI, corpus_dir: Path,
+                                                                           tmp_path: Path) -> None:
+    server.responder = make_responder(answered=lambda payload: False)
+    result = await _synth(server, corpus_dir, n=1, kinds=("multi_hop",), max_attempts_factor=2,
+                          chunking=ChunkingConfig(256, 0, "paragraph"))
+    assert result.stats.written == 0 and result.stats.dropped["not_answered"] >= 1
+    check = next(r.body for r in server.chat_requests if _task(r.body) == "answer_check")
+    assert set(fenced_payload(check)) == {"question", "facts"} and len(fenced_payload(check)["facts"]) == 2
+    # --no-answer-check: no check calls, rows kept, provenance says unchecked
+    before = len(server.chat_requests)
+    out = tmp_path / "unchecked.jsonl"
+    args = ["dataset", "synth", str(corpus_dir), "--n", "2", "--out", str(out), "--base-url", server.base_url,
+            "--model", "gen", "--chunk-size", "48", "--no-answer-check"]
+    assert await asyncio.to_thread(main, args) == 0
+    assert "answer_check" not in {_task(r.body) for r in server.chat_requests[before:]}
+    rows = load_golden_set(out).rows
+    assert len(rows) == 2 and all(r.meta["answer_check_model"] is None for r in rows)
+
+
+async def test_an_adversarial_rewrite_its_fact_does_not_answer_gets_one_retry(server: FakeOpenAI,
+                                                                               corpus_dir: Path) -> None:
+    base = make_responder(answered=lambda payload: not payload["question"].startswith("How do"))
+    tries = {"first": 0}
+
+    def respond(body: dict[str, Any]) -> Reply:
+        if _task(body) == "adversarial" and len(body["messages"]) == 2:  # first try: asks about the words
+            tries["first"] += 1
+            terms = _offered(body)[:2]
+            fact_words = _words(fenced_payload(body)["fact"], 8).lower()
+            return Reply.json({"question": f"How do {' and '.join(terms)} change that {fact_words}?",
+                               "distractor_terms": terms})
+        return base(body)
+
+    server.responder = respond
+    result = await _synth(server, corpus_dir, n=1, kinds=("adversarial",))
+    assert result.stats.written == 1 and not result.stats.dropped.get("not_answered")
+    assert result.rows[0]["question"].startswith("With ")  # the retry's rewrite, checked again and kept
+    retry = next(r.body for r in server.chat_requests
+                 if _task(r.body) == "adversarial" and len(r.body["messages"]) == 4)
+    assert retry["messages"][-1]["content"].startswith("The given fact does not answer your question")
+    assert json.loads(retry["messages"][2]["content"])["question"].startswith("How do")
+    # a rewrite the fact never answers, even after the retry: dropped as not_answered
+    server.responder = make_responder(answered=lambda payload: "facts" in payload)  # two-fact (multi-hop) only
+    dropped = await _synth(server, corpus_dir, n=1, kinds=("adversarial",), max_attempts_factor=2)
+    assert dropped.stats.written == 0 and dropped.stats.dropped["not_answered"] >= 1
