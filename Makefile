@@ -9,15 +9,22 @@ BIN    := $(VENV)/bin
 demo: install
 	$(BIN)/ragmon demo $(DEMO_ARGS)
 
+# The compiled ingest modules (setup.py, ragmon/ingest/_native.py) are rebuilt when a source they
+# were compiled from has changed since (until then ragmon runs them as pure Python, with a warning).
+NATIVE_FRESH = $(BIN)/python -c "import sys; from ragmon.ingest._native import main; sys.exit(main())" >/dev/null 2>&1
+NATIVE_BUILD = $(BIN)/python -m pip install --quiet --no-deps -e .
+
 install: $(VENV)/.ragmon-agent
-$(VENV)/.ragmon-agent: pyproject.toml
+	@$(NATIVE_FRESH) || $(NATIVE_BUILD)
+$(VENV)/.ragmon-agent: pyproject.toml setup.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[agent]'
 	touch $@
 
 dev-install: $(VENV)/.ragmon-dev
-$(VENV)/.ragmon-dev: pyproject.toml
+	@$(NATIVE_FRESH) || $(NATIVE_BUILD)
+$(VENV)/.ragmon-dev: pyproject.toml setup.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
@@ -43,4 +50,5 @@ test-fast: dev-install
 	$(BIN)/python -m pytest -q -m "not kafka and not prometheus"
 
 clean:
-	rm -rf $(VENV) .cache build *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .cache build *.egg-info .pytest_cache .mypy_cache .ruff_cache ragmon/ingest/_native.json
+	find ragmon -name "*.so" -delete

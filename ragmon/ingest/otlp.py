@@ -23,7 +23,7 @@ import binascii
 import json
 import re
 import zlib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, overload
 
@@ -189,10 +189,30 @@ def _decode_protobuf(raw: bytes, latency_only: LatencyOnly | None = None) -> Spa
     except (ProtobufDecodeError, RuntimeError, ValueError) as exc:
         raise DecodeError(f"body is not a valid OTLP protobuf message: {exc}") from exc
     if latency_only is not None:
-        from .otlp_light import convert_request_light  # imports this module: resolved at first use
-
-        return convert_request_light(request, latency_only, len(raw))
+        return _convert_light(raw, request, latency_only)
     return _convert_request(request)
+
+
+def _convert_light(raw: bytes, request: ExportTraceServiceRequest, latency_only: LatencyOnly) -> SpanBatch:
+    """The latency-only decode: from the bytes when compiled (``otlp_scan``), else (or when the
+    scan leaves it to the walk) from the parsed objects (``otlp_light``)."""
+    global _scan_light, _walk_light
+    if _walk_light is None:  # both import this module: resolved at first use
+        from ._native import state
+        from .otlp_light import convert_request_light
+        from .otlp_scan import scan_request_light
+
+        _scan_light = scan_request_light if state() == "compiled" else None  # (pure Python: the walk is faster)
+        _walk_light = convert_request_light
+    if _scan_light is not None:
+        batch = _scan_light(raw, request, latency_only)
+        if batch is not None:
+            return batch
+    return _walk_light(request, latency_only, len(raw))
+
+
+_scan_light: Callable[[bytes, ExportTraceServiceRequest, LatencyOnly], SpanBatch | None] | None = None
+_walk_light: Callable[[ExportTraceServiceRequest, LatencyOnly, int], SpanBatch] | None = None
 
 
 def _decode_json(raw: bytes) -> DecodedBatch:

@@ -56,9 +56,9 @@ from .otlp import (
 
 __all__ = ["LatencyOnly", "LightBatch", "LightSpan", "convert_request_light"]
 
-_ZERO_TRACE = bytes(16)
-_ZERO_SPAN = bytes(8)
-_SPAN_OVERHEAD = 300  # as the assembler's estimate for a decoded span
+_ZERO_TRACE: Final = bytes(16)
+_ZERO_SPAN: Final = bytes(8)
+_SPAN_OVERHEAD: Final = 300  # as the assembler's estimate for a decoded span
 _NO_CONTENT: Mapping[str, int] = {}
 _NO_DOCS: Mapping[str, Mapping[int, Mapping[str, AttrValue]]] = {}
 
@@ -81,11 +81,22 @@ class _KeyPlans:
     """Each attribute key's ``KeyPlan``, worked out once: the same few hundred keys come in every
     span, and one dict lookup costs less than the prefix and suffix tests it replaces."""
 
-    __slots__ = ("_keys", "_plans")
+    __slots__ = ("_keys", "_plans", "_raw")
 
     def __init__(self, keys: frozenset[str]) -> None:
         self._keys = keys
         self._plans: dict[str, KeyPlan] = {}
+        self._raw: dict[bytes, tuple[str, KeyPlan]] = {}  # by the key's UTF-8 bytes (otlp_scan)
+
+    def get_raw(self, raw: bytes) -> tuple[str, KeyPlan]:
+        """The key (decoded) and its plan, from the key's bytes on the wire."""
+        found = self._raw.get(raw)
+        if found is None:
+            key = raw.decode("utf-8")
+            found = key, self.get(key)
+            if len(self._raw) < _MAX_PLANS and len(raw) <= _MAX_PLAN_KEY:
+                self._raw[raw] = found
+        return found
 
     def get(self, key: str) -> KeyPlan:
         plan = self._plans.get(key)
@@ -143,6 +154,10 @@ class LatencyOnly:
 
 #: prefix -> document index -> field -> value (ids, scores) or, for content, the key holding it
 DocFields = Mapping[str, Mapping[int, Mapping[str, AttrValue]]]
+#: a span's name, start and end (ns), status code and dropped attribute count
+SpanFields = tuple[str, int, int, int, int]
+#: where a span is: its request and its resource_spans, scope_spans and spans indexes
+SpanAt = tuple[ExportTraceServiceRequest, int, int, int]
 
 
 class LightSpan:
@@ -151,19 +166,22 @@ class LightSpan:
     role, its trace's sampling fraction (0.0 when no rate can judge it: not computed then) and its
     protobuf span."""
 
-    __slots__ = ("_proto", "_record", "_scope", "attributes", "content", "doc_content", "docs",
+    __slots__ = ("_locate", "_proto", "_record", "_scope", "attributes", "content", "doc_content", "docs",
                  "dropped_attributes_count", "end_time_ns", "fraction", "name", "parent_is_remote",
                  "parent_span_id", "resource", "retriever_event", "role", "service_name", "size", "span_id",
                  "start_time_ns", "status_code", "trace_id")
 
     events = ()  # only whether one is a retriever's result is kept (retriever_event)
 
-    def __init__(self, proto: Span, scope: str, trace_id: str, span_id: str, parent_span_id: str | None,
+    def __init__(self, proto: Span | None, scope: str, trace_id: str, span_id: str, parent_span_id: str | None,
                  parent_is_remote: bool, fraction: float, attributes: dict[str, AttrValue],
                  resource: Mapping[str, AttrValue], service_name: str | None,
                  content: Mapping[str, int] = _NO_CONTENT, retriever_event: bool = False,
-                 docs: DocFields = _NO_DOCS, doc_content: DocFields = _NO_DOCS, size: int | None = None) -> None:
+                 docs: DocFields = _NO_DOCS, doc_content: DocFields = _NO_DOCS, size: int | None = None,
+                 fields: SpanFields | None = None, locate: SpanAt | None = None) -> None:
+        # the protobuf span, or where it is in its request (otlp_scan: found when first needed)
         self._proto = proto
+        self._locate = locate
         self._record: SpanRecord | None = None
         self._scope = scope
         self.trace_id = trace_id
@@ -174,21 +192,35 @@ class LightSpan:
         self.attributes = attributes
         self.resource = resource
         self.service_name = service_name
-        self.name: str = proto.name
-        self.start_time_ns: int = proto.start_time_unix_nano
-        self.end_time_ns: int = proto.end_time_unix_nano
-        self.status_code = _STATUS_NAMES.get(proto.status.code, "UNSET")
-        self.dropped_attributes_count: int = proto.dropped_attributes_count
+        if fields is None:
+            assert proto is not None
+            fields = (proto.name, proto.start_time_unix_nano, proto.end_time_unix_nano, proto.status.code,
+                      proto.dropped_attributes_count)
+        self.name: str = fields[0]
+        self.start_time_ns: int = fields[1]
+        self.end_time_ns: int = fields[2]
+        self.status_code = _STATUS_NAMES.get(fields[3], "UNSET")
+        self.dropped_attributes_count: int = fields[4]
         self.content = content  # content key -> position of its (last) occurrence in proto.attributes
         self.retriever_event = retriever_event
         self.docs = docs  # flattened document ids and scores, as extract's indexed_fields reads them
         self.doc_content = doc_content  # ... and which content key holds each document's text or metadata
         role = declared_role(attributes, retriever_event) if attributes or retriever_event else None
         if role is None and (content or attributes or docs):
-            role = _key_role(proto)
+            role = _key_role(self.proto)
         self.role = role or None
         # what this span holds: its share of the protobuf message (the assembler bounds buffered bytes)
-        self.size = _SPAN_OVERHEAD + len(self.name) + (proto.ByteSize() if size is None else size)
+        self.size = _SPAN_OVERHEAD + len(self.name) + (self.proto.ByteSize() if size is None else size)
+
+    @property
+    def proto(self) -> Span:
+        """The protobuf span (looked up in its request the first time, when ``locate`` was given)."""
+        proto = self._proto
+        if proto is None:
+            assert self._locate is not None
+            request, i, j, k = self._locate
+            proto = self._proto = request.resource_spans[i].scope_spans[j].spans[k]
+        return proto
 
     @property
     def duration_s(self) -> float:
@@ -197,7 +229,7 @@ class LightSpan:
     def to_record(self) -> SpanRecord:
         """The full ``SpanRecord``, exactly as ``otlp.py`` decodes it (made once)."""
         if self._record is None:
-            self._record = _convert_span(self._proto, self.resource, self._scope)
+            self._record = _convert_span(self.proto, self.resource, self._scope)
         return self._record
 
     def value(self, key: str) -> AttrValue:
@@ -205,7 +237,7 @@ class LightSpan:
         position = self.content.get(key)
         if position is None:
             return None
-        pairs = self._proto.attributes
+        pairs = self.proto.attributes
         value = _any_value(pairs[position].value, 0)
         if value is None:  # an empty last occurrence: the full decoder keeps the last set one
             for pair in reversed(pairs):
@@ -247,8 +279,11 @@ class _Resources:
     def __init__(self) -> None:
         self._seen: dict[bytes, tuple[Mapping[str, AttrValue], str | None]] = {}
 
-    def get(self, resource: Resource) -> tuple[Mapping[str, AttrValue], str | None]:
-        raw = resource.SerializeToString()
+    def get(self, resource: Resource, raw: bytes | None = None) -> tuple[Mapping[str, AttrValue], str | None]:
+        """``resource``'s attributes and service name; ``raw``: its bytes as they came (otlp_scan),
+        a key as good as the serialized ones (bytes that parse to the same resource)."""
+        if raw is None:
+            raw = resource.SerializeToString()
         found = self._seen.get(raw)
         if found is None:
             attributes = _attributes(resource.attributes)

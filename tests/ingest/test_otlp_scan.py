@@ -1,0 +1,192 @@
+"""The byte scan (``otlp_scan``) gives the object walk's (``otlp_light``) batches, span for span.
+
+The compiled path reads latency-only spans from the message bytes; the walk over the parsed
+protobuf objects is the reference. Both run here on the fast path's corpus (real SDK spans, text
+and hostile shapes) and on hand-made wire shapes that protobuf resolves in its own ways (fields
+given twice, unknown fields, wrong wire types, groups, oneof members in turn): the scan gives the
+same batch, or leaves the request to the walk (None). Whether this module runs compiled or as
+pure Python depends on the install: test_native.py runs it both ways.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from typing import Any
+
+import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
+
+from ragmon import semconv as sc
+from ragmon.ingest.extract import latency_keys
+from ragmon.ingest.otlp import decode_export_request
+from ragmon.ingest.otlp_light import LatencyOnly, LightBatch, LightSpan, convert_request_light
+from ragmon.ingest.otlp_scan import scan_request_light
+
+from .test_fast_path import _bodies
+
+_FIELDS = ("attributes", "content", "doc_content", "docs", "dropped_attributes_count", "end_time_ns", "fraction",
+           "name", "parent_is_remote", "parent_span_id", "resource", "retriever_event", "role", "service_name",
+           "size", "span_id", "start_time_ns", "status_code", "trace_id")
+BOUNDS = (0.0, 0.5, 1.0)
+
+
+@pytest.fixture(scope="module")
+def bodies() -> list[bytes]:
+    return _bodies()
+
+
+def _snapshot(batch: LightBatch) -> list[Any]:
+    out: list[Any] = [batch.rejected_spans, batch.errors]
+    for span in batch.spans:
+        if isinstance(span, LightSpan):
+            fields = {name: getattr(span, name) for name in _FIELDS}
+            fields["values"] = {key: span.value(key) for key in span.content}
+            out.append(("light", fields, span.to_record()))
+        else:
+            out.append(("full", span))
+    return out
+
+
+def _both(raw: bytes, bound: float) -> tuple[LightBatch | None, LightBatch]:
+    latency_only = LatencyOnly(bound, latency_keys())
+    scanned = scan_request_light(raw, ExportTraceServiceRequest.FromString(raw), latency_only)
+    walked = convert_request_light(ExportTraceServiceRequest.FromString(raw), latency_only, len(raw))
+    return scanned, walked
+
+
+def test_the_scan_gives_the_walks_batches_on_the_corpus(bodies: list[bytes]) -> None:
+    light = 0
+    for bound in BOUNDS:
+        for body in bodies:
+            scanned, walked = _both(body, bound)
+            assert scanned is not None  # real exporters' messages: never left to the walk
+            assert _snapshot(scanned) == _snapshot(walked)
+            light += sum(isinstance(s, LightSpan) for s in scanned.spans)
+    assert light > 300
+
+
+# --- wire shapes, by hand --------------------------------------------------------------------
+def _tag(number: int, wire: int) -> bytes:
+    return _varint(number << 3 | wire)
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def _len(number: int, payload: bytes) -> bytes:
+    return _tag(number, 2) + _varint(len(payload)) + payload
+
+
+def _request(span: bytes, *, resource: bytes | None = None, scope: bytes = b"") -> bytes:
+    if resource is None:
+        resource = _len(1, Resource(attributes=[_kv(sc.SERVICE_NAME, "shop")]).SerializeToString())
+    return _len(1, resource + _len(2, scope + _len(2, span)))
+
+
+def _kv(key: str, value: str) -> KeyValue:
+    return KeyValue(key=key, value=AnyValue(string_value=value))
+
+
+def _span(**attributes: Any) -> bytes:
+    span = Span(trace_id=bytes(range(1, 17)), span_id=bytes(range(1, 9)), name="retrieve",
+                start_time_unix_nano=10**18, end_time_unix_nano=10**18 + 5 * 10**8)
+    span.attributes.append(_kv(sc.SPAN_KIND, sc.KIND_RETRIEVER))
+    span.attributes.append(_kv(sc.retrieval_document_attr(0, sc.DOCUMENT_ID), "doc-0"))
+    for key, value in attributes.items():
+        span.attributes.append(KeyValue(key=key, value=value))
+    return span.SerializeToString()
+
+
+def _attribute(key: str, value: bytes) -> bytes:
+    return _len(9, _len(1, key.encode()) + value)
+
+
+SCORE = sc.retrieval_document_attr(0, sc.DOCUMENT_SCORE)
+MODEL = sc.LLM_MODEL_NAME
+VERSION = sc.LLM_PROMPT_TEMPLATE_VERSION
+UNKNOWN = _tag(99, 0) + _varint(5) + _tag(98, 1) + bytes(8) + _len(97, b"xyz") + _tag(96, 5) + bytes(4)
+RETRIEVER_EVENT = _len(2, sc.DB_QUERY_RESULT_EVENT.encode())
+SHAPES: dict[str, bytes] = {
+    "plain": _request(_span()),
+    "unknown fields everywhere": _request(
+        _span() + UNKNOWN + _attribute(MODEL, UNKNOWN + _len(2, UNKNOWN + _len(1, b"m"))),
+        scope=_len(1, UNKNOWN + _len(1, b"scope")) + UNKNOWN),
+    "a known field with the wrong wire type (unknown)": _request(
+        _span() + _tag(7, 0) + _varint(3) + _tag(5, 5) + bytes(4)),
+    "scalar fields given twice (the last counts)": _request(
+        _span() + _len(5, b"renamed") + _tag(10, 0) + _varint(3) + _tag(10, 0) + _varint(2**40 + 7)
+        + _tag(16, 5) + (0x300).to_bytes(4, "little") + _len(4, bytes(range(9, 17)))),
+    "a key given twice in one pair": _request(
+        _span() + _len(9, _len(1, b"junk") + _len(1, MODEL.encode()) + _len(2, _len(1, b"gpt")))),
+    "a value given twice in one pair (merged)": _request(
+        _span() + _len(9, _len(1, MODEL.encode()) + _len(2, _len(1, b"a")) + _len(2, _tag(3, 0) + _varint(7)))),
+    "oneof members in turn": _request(
+        _span() + _attribute(SCORE, _len(2, _len(1, b"0.5") + _tag(4, 1) + struct.pack("<d", 0.25)))
+        + _attribute(MODEL, _len(2, _tag(3, 0) + _varint(1) + _len(1, b"m")))),
+    "an empty value, an empty string": _request(
+        _span() + _attribute(MODEL, _len(2, b"")) + _attribute(VERSION, _len(2, _len(1, b"")))),
+    "a pair without a value": _request(_span() + _len(9, _len(1, MODEL.encode()))),
+    "ints: negative, ten bytes, bool of 2": _request(
+        _span(**{SCORE: AnyValue(int_value=-3), sc.RAGMON_FEEDBACK: AnyValue(bool_value=True)})
+        + _attribute(VERSION, _len(2, _tag(3, 0) + _varint(2**70 - 1)))
+        + _attribute(sc.RAGMON_PIPELINE, _len(2, _tag(2, 0) + _varint(2)))),
+    "doubles: inf, -0.0": _request(_span(**{
+        SCORE: AnyValue(double_value=math.inf),
+        sc.retrieval_document_attr(1, sc.DOCUMENT_SCORE): AnyValue(double_value=-0.0),
+        sc.retrieval_document_attr(1, sc.DOCUMENT_ID): AnyValue(int_value=4)})),
+    "arrays, kvlists, bytes": _request(_span(**{
+        MODEL: AnyValue(array_value={"values": [AnyValue(string_value="x")]}),
+        sc.RAGMON_PIPELINE: AnyValue(kvlist_value={"values": [_kv("k", "v")]}),
+        SCORE: AnyValue(bytes_value=b"\x00\xff")})),
+    "status given once, code negative": _request(_span() + _len(15, _tag(3, 0) + _varint(2**64 - 1))),
+    "events, a retriever's among them": _request(
+        _span() + _len(11, _len(2, b"other")) + _len(11, RETRIEVER_EVENT + _len(2, b"renamed"))
+        + _len(11, RETRIEVER_EVENT)),
+    "no resource, no scope": _request(_span(), resource=b""),
+    "content keys": _request(_span(**{
+        sc.OUTPUT_VALUE: AnyValue(string_value="answer"),
+        sc.retrieval_document_attr(0, sc.DOCUMENT_CONTENT): AnyValue(string_value="text")})),
+}
+# protobuf merges these (or skips a group): the walk decides
+LEFT_TO_THE_WALK: dict[str, bytes] = {
+    "status given twice": _request(_span() + _len(15, _tag(3, 0) + _varint(2)) + _len(15, _len(2, b"m"))),
+    "resource given twice": _request(_span(), resource=_len(1, b"") + _len(1, Resource().SerializeToString())),
+    "scope given twice": _request(_span(), scope=_len(1, _len(1, b"a")) + _len(1, _len(2, b"1"))),
+    "a group": _request(_span() + _tag(50, 3) + _tag(1, 0) + _varint(1) + _tag(50, 4)),
+}
+
+
+@pytest.mark.parametrize("name", list(SHAPES))
+@pytest.mark.parametrize("bound", BOUNDS)
+def test_the_scan_reads_wire_shapes_as_protobuf_does(name: str, bound: float) -> None:
+    scanned, walked = _both(SHAPES[name], bound)
+    assert scanned is not None
+    assert _snapshot(scanned) == _snapshot(walked)
+
+
+@pytest.mark.parametrize("name", list(LEFT_TO_THE_WALK))
+def test_what_protobuf_merges_is_left_to_the_walk(name: str) -> None:
+    raw = LEFT_TO_THE_WALK[name]
+    scanned, walked = _both(raw, 0.0)
+    assert scanned is None
+    # ... and the decoder still answers, as the walk does
+    light = decode_export_request(raw, content_type="application/x-protobuf",
+                                  latency_only=LatencyOnly(0.0, latency_keys()))
+    assert _snapshot(light) == _snapshot(walked)  # type: ignore[arg-type]
+
+
+def test_status_the_walk_reads_is_the_one_given() -> None:
+    scanned, _ = _both(SHAPES["status given once, code negative"], 0.0)
+    assert scanned is not None and isinstance(scanned.spans[0], LightSpan)
+    assert scanned.spans[0].status_code == "UNSET"  # (-1: no known code)
+    assert Status.FromString(_tag(3, 0) + _varint(2**64 - 1)).code == -1
