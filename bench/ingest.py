@@ -324,25 +324,26 @@ def render(args: argparse.Namespace, results: dict[str, dict[str, dict[str, floa
     return "\n".join(lines)
 
 
-# Where the time goes: from a profiled run (RAGMON_BENCH_PROFILE=<path> writes <path>.<traffic>.agent
-# and <path>.<traffic>.agent-full pstats files). Kept by hand: a profile is not re-measured on every run.
+# Where the time goes. cProfile (RAGMON_BENCH_PROFILE=<path> writes <path>.<traffic>.agent and
+# <path>.<traffic>.agent-full pstats files) does not see inside the compiled modules, so the split
+# below is an instruction count (valgrind --tool=callgrind) of the agent's per-message path without
+# Kafka (.cache/ingest-micro). Kept by hand: a profile is not re-measured on every run.
 PROFILE_NOTE = (
-    "Where the fast path's time goes (cProfile of the agent phase, `RAGMON_BENCH_PROFILE=/tmp/prof "
-    "python bench/ingest.py --traces 10000`, shares of the Kafka source's poll loop, ids and text alike): "
-    "the protobuf parse and the light read (`ingest/otlp_light.py`: one memo lookup per attribute key, "
-    "values for the latency keys and the document ids and scores only, filed by document as they are read; "
-    "a `LightSpan` per span) about a third; assembly and the latency-only view of each closed trace "
-    "(`ingest/assembler.py`, `ingest/extract/_latency.py`) about 40 %, three quarters of it the view; "
-    "metrics and accounting (`agent/_latency.py`, prometheus_client through `ingest/tally.py`: one update "
-    "per metric child per fetched batch) about 16 %; delivery-token bookkeeping and the source's own work "
-    "the rest. No stage dominates any more: every attribute the agent reads still costs Python objects "
-    "(a key, a value) that the ceiling, parsing in C and touching no attribute, never makes. The goal "
-    "needs the agent within four times the ceiling's CPU per message (about 30 µs on ids traffic), and "
-    "the light read alone takes about that; so it needs a compiled scanner that reads the few needed "
-    "keys straight from the message bytes, not more of the same. For comparison, the code before the "
-    "per-batch metrics, the key memo and the documents filed at decode time, in this bench on "
-    "2026-12-01 20:13 UTC (load 5.2): ids 8 % of the ceiling (128 µs CPU per message), fast path 1.8x "
-    "the full path; text 11 % (145 µs), 2.1x."
+    "Where the fast path's time goes (instructions per message of the compiled path, counted with "
+    "`valgrind --tool=callgrind` on the agent's per-message path without the broker, ids traffic, "
+    "about 345 k per message; text about 465 k): the protobuf parse 7 %; the byte scan that makes the "
+    "`LightSpan`s (`ingest/otlp_scan.py`) a third; assembly and the latency-only view of each closed "
+    "trace (`ingest/assembler.py`, `ingest/extract/_latency.py`) a quarter, three quarters of it the "
+    "view; the agent's latency step (`agent/_latency.py`: metric children, latency windows, release and "
+    "traffic trackers, accounting; pure Python) about 14 %; the Kafka source's own work, the span "
+    "hand-over (`agent/_steps.py: submit`) and the delivery-token bookkeeping (pure Python) the remaining "
+    "fifth (the shares were counted on a trial build that compiled the agent's latency step as well; "
+    "it saved 1.6 % (ids) and 4.8 % (text) of the instructions and was not kept). What remains in the "
+    "compiled part is object work (a `LightSpan`, its dicts and hex ids per span, an assembler entry, a "
+    "`LatencyTrace` per trace), not bytes. "
+    "For comparison, the code before the per-batch metrics, the key memo and the "
+    "documents filed at decode time, in this bench on 2026-12-01 20:13 UTC (load 5.2): ids 8 % of the "
+    "ceiling (128 µs CPU per message), fast path 1.8x the full path; text 11 % (145 µs), 2.1x."
 )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -97,7 +98,9 @@ def test_demo_runs_scores_and_separates_injected_failures(tmp_path: Path) -> Non
     for section in ("What you are looking at", "final summary", "Traffic", "Agent", "Scores by injected failure",
                     "Caught?", "false alarms", "Look next", f"http://127.0.0.1:{port}/metrics"):
         assert section in out, section
-    assert "Ran 8 s (finished)" in out
+    # the whole 8 s of traffic ran (a loaded machine may report a second more: the last request goes out late)
+    ran = re.search(r"^Ran (\d+) s \((finished|stopped early \(Ctrl-C\))\)", out, re.MULTILINE)
+    assert ran is not None and ran.group(2) == "finished" and int(ran.group(1)) >= 8, out[-3000:]
     summary = json.loads(summary_path.read_text())
     agent, kinds = summary["agent"], summary["kinds"]
     sent = sum(k["sent"] for k in kinds.values())
