@@ -164,7 +164,9 @@ def summary(name: str, rows: list[dict[str, Any]], stats: dict[str, Any], row_hi
     return {
         "kind": name, "candidates": stats["candidates"], "valid": stats["written"],
         "valid_share": stats["written"] / max(1, stats["candidates"]), "dropped": stats["dropped"],
-        "realism": stats["realism"],
+        # the ratings of the valid questions (every one is rated; saved rows from before the answer
+        # check were rated before it, so the run's own counts would include rows it dropped)
+        "realism": dict(Counter(str(r["meta"]["realism"]) for r in rows if r["meta"].get("realism") is not None)),
         "realism_mean": statistics.fmean(r["meta"]["realism"] for r in rows) if rows else None,
         "tokens_per_question": (stats["prompt_tokens"] + stats["completion_tokens"]) / written,
         "hit@1": bootstrap(h1) if h1 else None,
