@@ -71,6 +71,15 @@ logger.state.level = WARN
 """
 
 
+def cluster_id() -> str:
+    """A random KRaft cluster id. Like Kafka's own ``Uuid.randomUuid``, never one that starts with
+    "-": the storage tool's argument parser would read it as an option (1 run in 64 failed)."""
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
+
+
 class BrokerError(RuntimeError):
     pass
 
@@ -201,7 +210,7 @@ class KafkaBroker:
         if (self.data_dir / "log" / "meta.properties").exists():
             return
         self._write_config()
-        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        cid = cluster_id()
         result = subprocess.run(
             self._java("kafka.tools.StorageTool", "format", "-t", cid, "-c", str(self._props), *self.format_args,
                        heap="128m"),

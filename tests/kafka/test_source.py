@@ -472,3 +472,15 @@ async def test_scram_sha_512_over_tls_against_a_real_broker(tmp_path) -> None:
                                      **settings)
     finally:
         broker.stop()
+
+
+def test_the_brokers_cluster_id_never_reads_as_an_option(monkeypatch: pytest.MonkeyPatch) -> None:
+    """kafka-storage parses ``-t -abc…`` as a missing id: 1 start in 64 failed before ids starting
+    with "-" were drawn again (as Kafka's own Uuid.randomUuid does)."""
+    import uuid
+
+    import kafka_broker
+
+    draws = iter([uuid.UUID(bytes=b"\xf8" + bytes(15)), uuid.UUID(bytes=b"\x00" * 16)])
+    monkeypatch.setattr(kafka_broker.uuid, "uuid4", lambda: next(draws))
+    assert kafka_broker.cluster_id() == "AAAAAAAAAAAAAAAAAAAAAA"  # the second draw; the first began with "-"
