@@ -47,6 +47,7 @@ __all__ = [
     "MAX_ERROR_MESSAGES",
     "DecodedBatch",
     "SpanBatch",
+    "convert_span_or_problem",
     "decode_export_request",
     "decode_traces_payload",
     "media_type",
@@ -312,17 +313,25 @@ def _convert_request(request: ExportTraceServiceRequest) -> DecodedBatch:
     for resource_spans in request.resource_spans:
         resource = _attributes(resource_spans.resource.attributes)
         for scope_name, span in _iter_spans(resource_spans):
-            problem = _validate_ids(span)
-            if problem is None:
-                try:
-                    spans.append(_convert_span(span, resource, scope_name))
-                    continue
-                except (ValueError, TypeError, RecursionError) as exc:  # defensive: never fail a batch
-                    problem = f"span {span.name[:64]!r}: {_short(exc)}"
+            record = convert_span_or_problem(span, resource, scope_name)
+            if isinstance(record, SpanRecord):
+                spans.append(record)
+                continue
             rejected += 1
             if len(errors) < MAX_ERROR_MESSAGES:
-                errors.append(problem)
+                errors.append(record)
     return DecodedBatch(spans=spans, rejected_spans=rejected, errors=errors)
+
+
+def convert_span_or_problem(span: Span, resource: Mapping[str, AttrValue], scope_name: str) -> SpanRecord | str:
+    """The span decoded in full, or why it is rejected: one bad span never fails its batch."""
+    problem = _validate_ids(span)
+    if problem is not None:
+        return problem
+    try:
+        return _convert_span(span, resource, scope_name)
+    except (ValueError, TypeError, RecursionError) as exc:  # defensive
+        return f"span {span.name[:64]!r}: {_short(exc)}"
 
 
 def _iter_spans(resource_spans: ResourceSpans) -> Iterator[tuple[str, Span]]:

@@ -50,11 +50,10 @@ from .otlp import (
     _any_value,
     _attributes,
     _convert_span,
-    _short,
-    _validate_ids,
+    convert_span_or_problem,
 )
 
-__all__ = ["LatencyOnly", "LightBatch", "LightSpan", "convert_request_light"]
+__all__ = ["LatencyOnly", "LightBatch", "LightSpan", "convert_request_light", "file_content", "file_doc_value"]
 
 _ZERO_TRACE: Final = bytes(16)
 _ZERO_SPAN: Final = bytes(8)
@@ -341,18 +340,49 @@ def convert_request_light(request: ExportTraceServiceRequest, latency_only: Late
                     if record is not None:
                         spans.append(record)
                         continue
-                problem = _validate_ids(span)
-                if problem is None:
-                    try:
-                        spans.append(_convert_span(span, resource, scope_name))
-                        continue
-                    except (ValueError, TypeError, RecursionError) as exc:  # defensive: never fail a batch
-                        problem = f"span {span.name[:64]!r}: {_short(exc)}"
+                full = convert_span_or_problem(span, resource, scope_name)
+                if isinstance(full, SpanRecord):
+                    spans.append(full)
+                    continue
                 rejected += 1
                 if len(errors) < MAX_ERROR_MESSAGES:
-                    errors.append(problem)
+                    errors.append(full)
     return LightBatch(spans=spans, rejected_spans=rejected, errors=errors)
 
+
+
+DocValues = dict[str, dict[int, dict[str, AttrValue]]]
+
+
+def file_content(content: dict[str, int] | None, doc_content: DocValues | None, key: str, position: int,
+                 doc: DocRef | None) -> tuple[dict[str, int], DocValues | None]:
+    """A content key: only where it is (its attribute's position), and by document when it is one
+    document's text. Both light readers (``_light_span`` here, ``otlp_scan``) file through here;
+    the maps are made on first use (most spans have none)."""
+    if content is None:
+        content = {}
+    content[key] = position
+    if doc is not None:
+        if doc_content is None:
+            doc_content = {}
+        doc_content.setdefault(doc[0], {}).setdefault(doc[1], {})[doc[2]] = key
+    return content, doc_content
+
+
+def file_doc_value(docs: DocValues | None, doc: DocRef, value: AttrValue) -> DocValues:
+    """A document's id or score, kept by document, as extract's indexed_fields splits them."""
+    prefix, index, name = doc
+    if docs is None:
+        docs = {}
+    by_index = docs.get(prefix)
+    if by_index is None:
+        by_index = docs[prefix] = {}
+    fields = by_index.get(index)
+    if fields is None:
+        by_index[index] = {name: value}
+    else:
+        fields[name] = value
+    return docs
 
 def _light_span(span: Span, scope_name: str, trace_id: bytes, trace_hex: str, fraction: float,
                 plans: _KeyPlans, resource: Mapping[str, AttrValue], service_name: str | None,
@@ -380,13 +410,7 @@ def _light_span(span: Span, scope_name: str, trace_id: bytes, trace_hex: str, fr
         if kind == _SKIP:
             continue
         if kind == _CONTENT:
-            if content is None:
-                content = {}
-            content[key] = position
-            if doc is not None:
-                if doc_content is None:
-                    doc_content = {}
-                doc_content.setdefault(doc[0], {}).setdefault(doc[1], {})[doc[2]] = key
+            content, doc_content = file_content(content, doc_content, key, position, doc)
             continue
         value = pair.value
         # a non-empty string is its oneof's set member: no WhichOneof then
@@ -402,18 +426,7 @@ def _light_span(span: Span, scope_name: str, trace_id: bytes, trace_hex: str, fr
             attrs[key] = converted  # duplicate keys: last wins, like the full decoder
             if kind == _VALUE:
                 continue
-        # a document's id or score: kept by document, as extract's indexed_fields splits them
-        prefix, index, name = doc  # type: ignore[misc]  # a _DOC or _BOTH plan has its DocRef
-        if docs is None:
-            docs = {}
-        by_index = docs.get(prefix)
-        if by_index is None:
-            by_index = docs[prefix] = {}
-        fields = by_index.get(index)
-        if fields is None:
-            by_index[index] = {name: converted}
-        else:
-            fields[name] = converted
+        docs = file_doc_value(docs, doc, converted)  # type: ignore[arg-type]  # a _DOC or _BOTH plan has its DocRef
     retriever_event = False
     if span.events:
         retriever_event = any(event.name == sc.DB_QUERY_RESULT_EVENT for event in span.events)

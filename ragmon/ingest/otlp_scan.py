@@ -27,7 +27,12 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from .. import semconv as sc
 from ..sampling import trace_fraction
 from ..types import AttrValue, SpanRecord
-from .otlp import _FLAG_PARENT_IS_REMOTE, MAX_ERROR_MESSAGES, _any_value, _convert_span, _short, _validate_ids
+from .otlp import (
+    _FLAG_PARENT_IS_REMOTE,
+    MAX_ERROR_MESSAGES,
+    _any_value,
+    convert_span_or_problem,
+)
 from .otlp_light import (
     _CONTENT,
     _DOC,
@@ -42,6 +47,8 @@ from .otlp_light import (
     LightBatch,
     LightSpan,
     _KeyPlans,
+    file_content,
+    file_doc_value,
 )
 
 __all__ = ["scan_request_light"]
@@ -264,16 +271,13 @@ def _scan(raw: bytes, request: ExportTraceServiceRequest, latency_only: LatencyO
                 spans.append(record)
                 continue
         proto = request.resource_spans[i].scope_spans[j].spans[k]
-        problem = _validate_ids(proto)
-        if problem is None:
-            try:
-                spans.append(_convert_span(proto, resource, scope_name))
-                continue
-            except (ValueError, TypeError, RecursionError) as exc:  # defensive: never fail a batch
-                problem = f"span {proto.name[:64]!r}: {_short(exc)}"
+        full = convert_span_or_problem(proto, resource, scope_name)
+        if isinstance(full, SpanRecord):
+            spans.append(full)
+            continue
         rejected += 1
         if len(errors) < MAX_ERROR_MESSAGES:
-            errors.append(problem)
+            errors.append(full)
     return LightBatch(spans=spans, rejected_spans=rejected, errors=errors)
 
 
@@ -344,13 +348,7 @@ def _light_span(raw: bytes, pos: int, end: int, where: tuple[ExportTraceServiceR
         if kind == _SKIP:
             continue
         if kind == _CONTENT:
-            if content is None:
-                content = {}
-            content[key] = position
-            if doc is not None:
-                if doc_content is None:
-                    doc_content = {}
-                doc_content.setdefault(doc[0], {}).setdefault(doc[1], {})[doc[2]] = key
+            content, doc_content = file_content(content, doc_content, key, position, doc)
             continue
         if value_at < 0:
             continue  # no value
@@ -364,18 +362,7 @@ def _light_span(raw: bytes, pos: int, end: int, where: tuple[ExportTraceServiceR
             attrs[key] = converted  # duplicate keys: last wins, like the full decoder
             if kind == _VALUE:
                 continue
-        # a document's id or score: kept by document, as extract's indexed_fields splits them
-        prefix, index, field_name = doc  # type: ignore[misc]  # a _DOC or _BOTH plan has its DocRef
-        if docs is None:
-            docs = {}
-        by_index = docs.get(prefix)
-        if by_index is None:
-            by_index = docs[prefix] = {}
-        fields = by_index.get(index)
-        if fields is None:
-            by_index[index] = {field_name: converted}
-        else:
-            fields[field_name] = converted
+        docs = file_doc_value(docs, doc, converted)  # type: ignore[arg-type]  # a _DOC or _BOTH plan has its DocRef
     return LightSpan(
         None, scope_name, trace_hex, span_id.hex(),
         # an all-zero parent id is "no parent" in some exporters (as in otlp._convert_span)
