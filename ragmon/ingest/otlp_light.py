@@ -53,7 +53,7 @@ from .otlp import (
     convert_span_or_problem,
 )
 
-__all__ = ["LatencyOnly", "LightBatch", "LightSpan", "convert_request_light", "file_content", "file_doc_value"]
+__all__ = ["LatencyOnly", "LightBatch", "LightSpan", "convert_request_light", "file_content", "file_value"]
 
 _ZERO_TRACE: Final = bytes(16)
 _ZERO_SPAN: Final = bytes(8)
@@ -369,9 +369,16 @@ def file_content(content: dict[str, int] | None, doc_content: DocValues | None, 
     return content, doc_content
 
 
-def file_doc_value(docs: DocValues | None, doc: DocRef, value: AttrValue) -> DocValues:
-    """A document's id or score, kept by document, as extract's indexed_fields splits them."""
-    prefix, index, name = doc
+def file_value(attrs: dict[str, AttrValue], docs: DocValues | None, kind: int, key: str, doc: DocRef | None,
+               value: AttrValue) -> DocValues | None:
+    """A latency key's value into ``attrs`` (duplicate keys: last wins, like the full decoder), and
+    a document's id or score by document, as extract's indexed_fields splits them (a _DOC or _BOTH
+    plan has its DocRef); returns ``docs``, made on first use."""
+    if kind != _DOC:
+        attrs[key] = value
+        if kind == _VALUE:
+            return docs
+    prefix, index, name = doc  # type: ignore[misc]  # a _DOC or _BOTH plan has its DocRef
     if docs is None:
         docs = {}
     by_index = docs.get(prefix)
@@ -422,11 +429,7 @@ def _light_span(span: Span, scope_name: str, trace_id: bytes, trace_hex: str, fr
             converted = value.double_value if which == "double_value" else _any_value(value, 0)
             if converted is None:
                 continue
-        if kind != _DOC:
-            attrs[key] = converted  # duplicate keys: last wins, like the full decoder
-            if kind == _VALUE:
-                continue
-        docs = file_doc_value(docs, doc, converted)  # type: ignore[arg-type]  # a _DOC or _BOTH plan has its DocRef
+        docs = file_value(attrs, docs, kind, key, doc, converted)
     retriever_event = False
     if span.events:
         retriever_event = any(event.name == sc.DB_QUERY_RESULT_EVENT for event in span.events)

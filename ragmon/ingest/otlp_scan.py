@@ -35,12 +35,10 @@ from .otlp import (
 )
 from .otlp_light import (
     _CONTENT,
-    _DOC,
     _NO_CONTENT,
     _NO_DOCS,
     _RESOURCES,
     _SKIP,
-    _VALUE,
     _ZERO_SPAN,
     _ZERO_TRACE,
     LatencyOnly,
@@ -48,7 +46,7 @@ from .otlp_light import (
     LightSpan,
     _KeyPlans,
     file_content,
-    file_doc_value,
+    file_value,
 )
 
 __all__ = ["scan_request_light"]
@@ -358,11 +356,7 @@ def _light_span(raw: bytes, pos: int, end: int, where: tuple[ExportTraceServiceR
             converted = _any_value(request.resource_spans[i].scope_spans[j].spans[k].attributes[position].value, 0)
         if converted is None:
             continue
-        if kind != _DOC:
-            attrs[key] = converted  # duplicate keys: last wins, like the full decoder
-            if kind == _VALUE:
-                continue
-        docs = file_doc_value(docs, doc, converted)  # type: ignore[arg-type]  # a _DOC or _BOTH plan has its DocRef
+        docs = file_value(attrs, docs, kind, key, doc, converted)
     return LightSpan(
         None, scope_name, trace_hex, span_id.hex(),
         # an all-zero parent id is "no parent" in some exporters (as in otlp._convert_span)
