@@ -19,11 +19,12 @@ class LogOnce:
         self._max = max_keys
         self._lock = threading.Lock()
 
-    def warning(self, key: str, msg: str, *args: object, exc_info: bool = False) -> None:
+    def warning(self, key: str, msg: str, *args: object, exc_info: bool | BaseException = False) -> None:
+        """``exc_info``: True inside an ``except`` block, or the exception itself."""
         with self._lock:
             first = key not in self._seen
             if first and len(self._seen) < self._max:
                 self._seen.add(key)
         level = logging.WARNING if first else logging.DEBUG
         self._logger.log(level, msg + ("" if not first else " (further occurrences are only counted)"),
-                         *args, exc_info=exc_info and first)
+                         *args, exc_info=exc_info if first else False)

@@ -74,7 +74,10 @@ class AccountingMixin(AgentState):
             self._log_once.warning("release", "source.release failed", exc_info=True)
 
     def _export_assembler_drops(self) -> None:
-        for reason, count in self._assembler.drop_counts.items():
+        drops = self._assembler.drop_counts
+        if not drops:
+            return  # (the usual case: called after every submission)
+        for reason, count in drops.items():
             delta = count - self._drop_seen.get(reason, 0)
             if delta > 0:
                 self.metrics.dropped.labels(reason).inc(delta)

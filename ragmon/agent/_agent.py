@@ -84,6 +84,7 @@ class Agent(LifecycleMixin):
         self._recent = _RecentIds(config.dedup_size)
         self._p95: dict[tuple[str, str, str], SlidingQuantile] = {}
         self._series: dict[tuple[str, str], Any] = {}
+        self._series_raw: dict[tuple[str, str], Any] = {}
         self._tally = Tally()
         self._batching = 0
         self._listeners: list[ScoreListener] = []

@@ -26,7 +26,7 @@ from ..scoring.sampler import is_negative_feedback
 from ..types import RagTrace
 from ._accounting import AccountingMixin
 
-_NO_ATTRIBUTES: dict[str, Any] = {}
+_MAX_RAW_PAIRS = 4096  # (service, pipeline) values as sent, remembered with their label pair
 
 
 class LatencyOnlyMixin(AccountingMixin):
@@ -51,12 +51,16 @@ class LatencyOnlyMixin(AccountingMixin):
         if lt.not_rag:
             self._skip_not_rag(closed, lt.service)
             return None
-        key = m.labels_sp(lt.service, lt.pipeline)
-        series = self._series.get(key)
+        series = self._series_raw.get((lt.service, lt.pipeline))
         if series is None:
-            series = self._series[key] = _Series(self, *key)
+            series = self._series_of(lt.service, lt.pipeline)
+        key = series.key
         tally = self._tally
-        tally.inc(series.get("received", m.traces_received))
+        # The usual children are kept in slots and made when first used, as labels() would make them
+        child = series.received
+        if child is None:
+            child = series.received = m.traces_received.labels(*key)
+        tally.inc(child)
         if not lt.complete:
             tally.inc(series.get("incomplete", m.traces_incomplete))
         trace_id = lt.trace_id
@@ -65,33 +69,62 @@ class LatencyOnlyMixin(AccountingMixin):
             tally.inc(series.get("skipped:" + sc.SKIP_DUPLICATE, m.traces_skipped, sc.SKIP_DUPLICATE))
             self._account(closed, remember=False)
             return None
-        # _observe_latency, with the children kept (a labels() lookup costs more than the observation);
-        # the plausible range is checked inline, _plausible counts and logs what falls outside it
+        # _observe_latency; the plausible range is checked inline, _plausible counts and logs what
+        # falls outside it. The P95 windows take their values through the tally too (one lock a batch).
         max_s = self.config.latency_max_s
         retrieval_s = lt.retrieval_latency_s
         if retrieval_s is not None:
             if 0.0 <= retrieval_s <= max_s or self._plausible(retrieval_s):
-                tally.observe(series.get("retrieval", m.retrieval_latency), retrieval_s)
-                series.window("retrieval").observe(retrieval_s)
-            tally.observe(series.get("documents", m.retrieved_documents), lt.document_count)
+                child = series.retrieval
+                if child is None:
+                    child = series.retrieval = m.retrieval_latency.labels(*key)
+                    series.retrieval_window = self._window("retrieval", *key)
+                tally.observe(child, retrieval_s)
+                tally.observe(series.retrieval_window, retrieval_s)
+            child = series.documents
+            if child is None:
+                child = series.documents = m.retrieved_documents.labels(*key)
+            tally.observe(child, lt.document_count)
         generation_s = lt.generation_latency_s
         if generation_s is not None and (0.0 <= generation_s <= max_s or self._plausible(generation_s)):
-            tally.observe(series.get("generation", m.generation_latency), generation_s)
+            child = series.generation
+            if child is None:
+                child = series.generation = m.generation_latency.labels(*key)
+            tally.observe(child, generation_s)
         pipeline_s = lt.pipeline_latency_s
         if pipeline_s is not None and (0.0 <= pipeline_s <= max_s or self._plausible(pipeline_s)):
-            tally.observe(series.get("pipeline", m.pipeline_latency), pipeline_s)
-            series.window("pipeline").observe(pipeline_s)
+            child = series.pipeline
+            if child is None:
+                child = series.pipeline = m.pipeline_latency.labels(*key)
+                series.pipeline_window = self._window("pipeline", *key)
+            tally.observe(child, pipeline_s)
+            tally.observe(series.pipeline_window, pipeline_s)
         source = lt.contexts_source
         if source in sc.CONTEXTS_SOURCES:
-            tally.inc(series.get("contexts:" + source, m.contexts_source, source))
-        self._power.observe_traffic(key)
-        self._releases.observe(key[0], lt.service, key[1], _release_attributes(lt))
-        rate = self._power.rate_for(key) if self._power.adaptive else None
+            tally.inc(series.get(source, m.contexts_source, source))
+        power = self._power
+        power.observe_traffic(key)
+        self._releases.observe_values(key[0], lt.service, key[1], lt.prompt_version, lt.model)
+        rate = power.rate_for(key) if power.adaptive else None
         if self._may_be_judged(lt, rate):
             return closed.trace, rate  # the full extraction, and the full path's own decision
-        tally.inc(series.get("not_sampled", m.traces_skipped, sc.SKIP_NOT_SAMPLED))
+        child = series.not_sampled
+        if child is None:
+            child = series.not_sampled = m.traces_skipped.labels(*key, sc.SKIP_NOT_SAMPLED)
+        tally.inc(child)
         self._account(closed)
         return None
+
+    def _series_of(self, service: str, pipeline: str) -> _Series:
+        """The metric children of a trace's (service, pipeline) label pair, by the trace's own
+        service and pipeline (the label limiter gives a pair the same labels every time)."""
+        key = self.metrics.labels_sp(service, pipeline)
+        series = self._series.get(key)
+        if series is None:
+            series = self._series[key] = _Series(key)
+        if len(self._series_raw) < _MAX_RAW_PAIRS:  # raw values are the sender's: bounded
+            self._series_raw[(service, pipeline)] = series
+        return series
 
     def _may_be_judged(self, lt: LatencyTrace, rate: float | None) -> bool:
         """Whether ``SamplingPolicy.decide`` could pick this trace; False only when it surely won't."""
@@ -147,47 +180,27 @@ class LatencyOnlyMixin(AccountingMixin):
 
 
 class _Series:
-    """The metric children of one (service, pipeline) pair, each made when first used — as
-    ``labels()`` in ``_process_one`` would, so the exposition is the same."""
+    """The metric children of one (service, pipeline) label pair, each made when first used — as
+    ``labels()`` in ``_process_one`` would, so the exposition is the same. Those every trace uses
+    sit in slots (None until made); the rest by name (``get``)."""
 
-    __slots__ = ("_agent", "_children", "_pipeline", "_service")
+    __slots__ = ("_children", "documents", "generation", "key", "not_sampled", "pipeline", "pipeline_window",
+                 "received", "retrieval", "retrieval_window")
 
-    def __init__(self, agent: LatencyOnlyMixin, service: str, pipeline: str) -> None:
-        self._agent = agent
-        self._service = service
-        self._pipeline = pipeline
+    def __init__(self, key: tuple[str, str]) -> None:
+        self.key = key
         self._children: dict[str, Any] = {}
+        self.received: Any = None
+        self.retrieval: Any = None
+        self.retrieval_window: SlidingQuantile | None = None  # made with retrieval
+        self.documents: Any = None
+        self.generation: Any = None
+        self.pipeline: Any = None
+        self.pipeline_window: SlidingQuantile | None = None  # made with pipeline
+        self.not_sampled: Any = None
 
     def get(self, name: str, family: Any, *more: str) -> Any:
         child = self._children.get(name)
         if child is None:
-            child = self._children[name] = family.labels(self._service, self._pipeline, *more)
+            child = self._children[name] = family.labels(*self.key, *more)
         return child
-
-    def window(self, stage: str) -> SlidingQuantile:
-        name = "window:" + stage
-        window = self._children.get(name)
-        if window is None:
-            window = self._children[name] = self._agent._window(stage, self._service, self._pipeline)
-        return window
-
-
-def _release_attributes(lt: LatencyTrace) -> dict[str, Any]:
-    if lt.model is None and lt.prompt_version is None:
-        return _NO_ATTRIBUTES
-    key = (lt.model, lt.prompt_version)
-    out = _RELEASE_ATTRIBUTES.get(key)
-    if out is None:  # the same few models and prompt versions come in every trace: made once, read-only
-        out = {}
-        if lt.model is not None:
-            out[sc.LLM_MODEL_NAME] = lt.model
-        if lt.prompt_version is not None:
-            out[sc.LLM_PROMPT_TEMPLATE_VERSION] = lt.prompt_version
-        if len(lt.model or "") + len(lt.prompt_version or "") <= 256:  # values are the sender's: bounded
-            if len(_RELEASE_ATTRIBUTES) >= 1024:
-                _RELEASE_ATTRIBUTES.clear()
-            _RELEASE_ATTRIBUTES[key] = out
-    return out
-
-
-_RELEASE_ATTRIBUTES: dict[tuple[str | None, str | None], dict[str, Any]] = {}

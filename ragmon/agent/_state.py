@@ -75,6 +75,7 @@ class AgentState:
     _recent: _RecentIds
     _p95: dict[tuple[str, str, str], SlidingQuantile]
     _series: dict[tuple[str, str], Any]  # (service, pipeline) -> metric children (_latency._Series)
+    _series_raw: dict[tuple[str, str], Any]  # ... the same, by the trace's own service and pipeline
     _tally: Tally  # metric updates not yet applied (flushed at the end of a submission or batch)
     _batching: int  # open batch() scopes: flush when the outermost ends
     _listeners: list[ScoreListener]

@@ -10,7 +10,7 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 
 from .. import semconv as sc
 from ..errors import JudgeBudgetExceeded, JudgeError
-from ..ingest.assembler import AnySpan, ClosedTrace
+from ..ingest.assembler import AnySpan, ClosedTrace, notable_spans
 from ..scoring.diagnosis import diagnose
 from ..scoring.sampler import SampleDecision, judgeable_skip_reason
 from ..types import RagTrace, Scores
@@ -23,26 +23,19 @@ class TraceStepsMixin(LatencyOnlyMixin, AdmissionMixin):
 
     # ------------------------------------------------------------------ SpanSink
     def submit(self, spans: Sequence[AnySpan], token: Hashable | None = None) -> None:
-        closed: list[ClosedTrace] = []
-        touched: set[str] = set()
-        add = self._assembler.add
-        for span in spans:
-            if span.dropped_attributes_count:
-                self.metrics.span_attribute_limit.labels(
-                    self.metrics.service_label(span.service_name)).inc()
-            if sc.RAGMON_FEEDBACK in span.attributes:
-                self._count_feedback(span)
-            if sc.SERVICE_VERSION in span.resource:
-                self._releases.note_resource(span.service_name or sc.UNKNOWN_LABEL, span.resource)
-            try:
-                found = add(span, token)
-            except Exception:  # noqa: BLE001  # one bad span never stops the agent
-                self.metrics.dropped.labels(sc.DROP_MALFORMED_SPAN).inc()
-                self._log_once.warning("assemble", "could not assemble span %s", span.span_id, exc_info=True)
-                continue
-            if found:
-                closed.extend(found)
-            touched.add(span.trace_id)
+        if notable_spans(spans):
+            for span in spans:
+                if span.dropped_attributes_count:
+                    self.metrics.span_attribute_limit.labels(
+                        self.metrics.service_label(span.service_name)).inc()
+                if sc.RAGMON_FEEDBACK in span.attributes:
+                    self._count_feedback(span)
+                if sc.SERVICE_VERSION in span.resource:
+                    self._releases.note_resource(span.service_name or sc.UNKNOWN_LABEL, span.resource)
+        closed, touched, failed = self._assembler.add_spans(spans, token)
+        for span, error in failed:  # one bad span never stops the agent
+            self.metrics.dropped.labels(sc.DROP_MALFORMED_SPAN).inc()
+            self._log_once.warning("assemble", "could not assemble span %s", span.span_id, exc_info=error)
         self._process_closed(closed)
         if token is not None:
             # The token is held by the traces it touched that are still open or being judged;

@@ -11,6 +11,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from itertools import repeat
 
 import numpy as np
 
@@ -30,6 +31,13 @@ class SlidingQuantile:
         with self._lock:
             self._times.append(self._clock())
             self._values.append(value)
+
+    def observe_many(self, values: list[float]) -> None:
+        """``observe`` for each value, at one moment (``Tally.flush`` hands a batch's over)."""
+        with self._lock:
+            now = self._clock()
+            self._times.extend(repeat(now, len(values)))
+            self._values.extend(values)
 
     def quantile(self, q: float) -> float:
         """The q-quantile (linear interpolation) of values in the window; NaN when empty."""

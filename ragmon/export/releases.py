@@ -34,6 +34,7 @@ class ReleaseTracker:
         self._limit = limit
         self._seen: set[tuple[str, str, str, str, str]] = set()
         self._app_versions: dict[str, str] = {}  # service label -> latest service.version seen
+        self._labels: dict[str, str] = {}  # model / prompt version -> its label value (see _label)
         self._lock = threading.Lock()
 
     def note_resource(self, service: str, resource: Mapping[str, Any]) -> None:
@@ -48,12 +49,18 @@ class ReleaseTracker:
     def observe(self, service_label: str, service: str | None, pipeline_label: str,
                 attributes: Mapping[str, Any]) -> None:
         """A RAG trace of (service, pipeline) with its extracted attributes (model, prompt version)."""
+        self.observe_values(service_label, service, pipeline_label, attributes.get(sc.LLM_PROMPT_TEMPLATE_VERSION),
+                            attributes.get(sc.LLM_MODEL_NAME))
+
+    def observe_values(self, service_label: str, service: str | None, pipeline_label: str, prompt_version: Any,
+                       model: Any) -> None:
+        """``observe`` with the trace's prompt version and model as they are."""
         app = self._app_versions.get(service or sc.UNKNOWN_LABEL, sc.UNKNOWN_LABEL)
-        prompt = _value(attributes.get(sc.LLM_PROMPT_TEMPLATE_VERSION))
-        model = _value(attributes.get(sc.LLM_MODEL_NAME))
-        if app == prompt == model == sc.UNKNOWN_LABEL:
+        prompt = self._label(prompt_version)
+        model_label = self._label(model)
+        if app == prompt == model_label == sc.UNKNOWN_LABEL:
             return  # nothing to say about this release
-        key = (service_label, pipeline_label, app, prompt, model)
+        key = (service_label, pipeline_label, app, prompt, model_label)
         if key in self._seen:
             return
         with self._lock:
@@ -63,3 +70,17 @@ class ReleaseTracker:
                 key = (service_label, pipeline_label, sc.OVERFLOW_LABEL, sc.OVERFLOW_LABEL, sc.OVERFLOW_LABEL)
             self._seen.add(key)
         self._gauge.labels(*key).set(1)
+
+    def _label(self, raw: Any) -> str:
+        """``_value(raw)``; a string's is remembered (every trace repeats the same few models and
+        prompt versions, and cleaning one costs more than the lookup). Bounded: values are user data."""
+        if raw is None:
+            return sc.UNKNOWN_LABEL
+        if type(raw) is not str:
+            return _value(raw)
+        label = self._labels.get(raw)
+        if label is None:
+            label = _value(raw)
+            if len(self._labels) < 4 * self._limit:
+                self._labels[raw] = label
+        return label

@@ -51,8 +51,8 @@ import dataclasses
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Hashable, Sequence
+from typing import NamedTuple
 
 from .. import semconv as sc
 from ..types import Document, RagTrace, SpanRecord
@@ -64,9 +64,11 @@ __all__ = [
     "REASON_FLUSH",
     "REASON_ROOT",
     "REASON_TIMEOUT",
+    "AddedSpans",
     "AnySpan",
     "ClosedTrace",
     "TraceAssembler",
+    "notable_spans",
 ]
 
 log = logging.getLogger(__name__)
@@ -114,16 +116,37 @@ class ClosedTrace:
 AnySpan = SpanRecord | LightSpan
 
 
-@dataclass(slots=True)
+class AddedSpans(NamedTuple):
+    """What ``TraceAssembler.add_spans`` did: the traces it closed, the ids of the traces the spans
+    went to (each once), and each span ``add`` raised on, with the error."""
+
+    closed: list[ClosedTrace]
+    touched: list[str]
+    failed: list[tuple[AnySpan, Exception]]
+
+
+def notable_spans(spans: Sequence[AnySpan]) -> bool:
+    """Whether any span needs the agent's per-span look (dropped attributes, a feedback value, an
+    app version): most batches have none, and this loop is compiled."""
+    for span in spans:
+        if (span.dropped_attributes_count or sc.RAGMON_FEEDBACK in span.attributes
+                or sc.SERVICE_VERSION in span.resource):
+            return True
+    return False
+
+
 class _OpenTrace:
-    spans: list[AnySpan] = field(default_factory=list)
-    span_ids: set[str] = field(default_factory=set)
-    tokens: set[Hashable] = field(default_factory=set)
-    last_activity: float = 0.0
-    root_seen: bool = False
-    light: bool = True  # every span a LightSpan so far
-    has_pipeline: bool = False  # holds a span that marks the RAG request (see _marks_pipeline)
-    size: int = 0  # approximate bytes held (see _approx_size)
+    __slots__ = ("has_pipeline", "last_activity", "light", "root_seen", "size", "span_ids", "spans", "tokens")
+
+    def __init__(self) -> None:
+        self.spans: list[AnySpan] = []
+        self.span_ids: set[str] = set()
+        self.tokens: set[Hashable] = set()
+        self.last_activity = 0.0
+        self.root_seen = False
+        self.light = True  # every span a LightSpan so far
+        self.has_pipeline = False  # holds a span that marks the RAG request (see _marks_pipeline)
+        self.size = 0  # approximate bytes held (see _approx_size)
 
 
 class TraceAssembler:
@@ -160,7 +183,8 @@ class TraceAssembler:
         self._extract = extract_settings  # pipeline naming, document-id keys (None: defaults)
         self.drop_counts: collections.Counter[str] = collections.Counter()
         # traces closed read for latency only ("light") or built in full ("full"), and the light
-        # spans of the former: what the fast path took (tests and benchmarks read it)
+        # spans of the former; traces closed whole as they came (add_spans: "whole_traces"): what
+        # the fast path took (tests and benchmarks read it)
         self.path_counts: collections.Counter[str] = collections.Counter()
         self._build_failed_logged = False
 
@@ -232,6 +256,76 @@ class TraceAssembler:
                 closed.append(self._close(next(iter(self._open)), REASON_EVICTED))
         return closed
 
+    def add_spans(self, spans: Sequence[AnySpan], token: Hashable | None = None) -> AddedSpans:
+        """``add`` for each span in order, with what the caller needs afterwards: the traces
+        closed, the ids of the traces the spans went to, and the spans ``add`` raised on.
+
+        A trace whose spans all come here together (one message holds it whole: ragmon's SDK,
+        Kafka keyed by trace id) is closed at once, without the open-trace bookkeeping, when
+        adding its spans one by one could do nothing else (``_close_whole``)."""
+        closed: list[ClosedTrace] = []
+        touched: list[str] = []
+        failed: list[tuple[AnySpan, Exception]] = []
+        count = len(spans)
+        i = 0
+        while i < count:
+            trace_id = spans[i].trace_id
+            j = i + 1
+            while j < count and spans[j].trace_id == trace_id:
+                j += 1
+            whole = self._close_whole(spans, i, j, trace_id, token)
+            if whole is not None:
+                closed.append(whole)
+                touched.append(trace_id)
+            else:
+                added = False
+                for k in range(i, j):
+                    try:
+                        found = self.add(spans[k], token)
+                    except Exception as exc:  # noqa: BLE001  # the caller counts and logs it; the rest go on
+                        failed.append((spans[k], exc))
+                        continue
+                    added = True
+                    if found:
+                        closed.extend(found)
+                if added:
+                    touched.append(trace_id)
+            i = j
+        if len(touched) > 1:
+            touched = list(dict.fromkeys(touched))  # a trace's spans may come in several runs
+        return AddedSpans(closed, touched, failed)
+
+    def _close_whole(self, spans: Sequence[AnySpan], start: int, end: int, trace_id: str,
+                     token: Hashable | None) -> ClosedTrace | None:
+        """Close the trace of ``spans[start:end]`` (all of one trace) if ``add`` one by one would
+        open it, keep every span, and close it on the last one with nothing else happening (no
+        eviction, no grace, no late or duplicate span, the first root last); else None, and
+        nothing changed. The same ``ClosedTrace`` as ``add`` would give."""
+        if (self._grace > 0 or trace_id in self._open or trace_id in self._closed_ids
+                or len(self._open) >= self._max_open or end - start > self._max_spans):
+            return None
+        held = 0
+        has_pipeline = False
+        seen: set[str] = set()
+        for k in range(start, end):
+            span = spans[k]
+            if type(span) is not LightSpan or span.span_id in seen:
+                return None
+            seen.add(span.span_id)
+            held += span.size
+            if not has_pipeline and span.attributes:
+                has_pipeline = _marks_pipeline(span)
+            # add()'s root test: the first root closes the trace, so it must be the last span
+            is_root = span.parent_span_id is None or (span.parent_is_remote and has_pipeline)
+            if is_root != (k == end - 1):
+                return None
+        if self._max_bytes is not None and self._buffered + held > self._max_bytes:
+            return None  # add() would evict on the way
+        self._remember_closed(trace_id)
+        self.path_counts["whole_traces"] += 1
+        tokens: frozenset[Hashable] = frozenset() if token is None else frozenset((token,))
+        return self._closed_trace(trace_id, list(spans[start:end]), tokens, True, REASON_ROOT, True)
+
     def expire(self) -> list[ClosedTrace]:
         """Close traces whose root grace ran out, then those idle longer than the timeout."""
         now = self._clock()
@@ -261,12 +355,18 @@ class TraceAssembler:
         entry = self._open.pop(trace_id)
         self._buffered -= entry.size
         self._grace_deadlines.pop(trace_id, None)
+        self._remember_closed(trace_id)
+        return self._closed_trace(trace_id, entry.spans, frozenset(entry.tokens), entry.root_seen, reason,
+                                  entry.light)
+
+    def _remember_closed(self, trace_id: str) -> None:
         self._closed_ids[trace_id] = None
         if len(self._closed_ids) > self._closed_ids_size:
             self._closed_ids.popitem(last=False)
-        tokens = frozenset(entry.tokens)
-        spans, complete = entry.spans, entry.root_seen
-        if entry.light:
+
+    def _closed_trace(self, trace_id: str, spans: list[AnySpan], tokens: frozenset[Hashable], complete: bool,
+                      reason: str, light: bool) -> ClosedTrace:
+        if light:
             latency = None
             try:
                 latency = latency_trace(trace_id, spans, complete=complete,  # type: ignore[arg-type]

@@ -58,8 +58,8 @@ __all__ = ["LatencyOnly", "LightBatch", "LightSpan", "convert_request_light", "f
 _ZERO_TRACE: Final = bytes(16)
 _ZERO_SPAN: Final = bytes(8)
 _SPAN_OVERHEAD: Final = 300  # as the assembler's estimate for a decoded span
-_NO_CONTENT: Mapping[str, int] = {}
-_NO_DOCS: Mapping[str, Mapping[int, Mapping[str, AttrValue]]] = {}
+_NO_CONTENT: dict[str, int] = {}  # shared, never written: dicts, so compiled readers index them natively
+_NO_DOCS: dict[str, dict[int, dict[str, AttrValue]]] = {}
 
 # What the decoder does with an attribute key (``_KeyPlans``): skip it, read its value (into the
 # span's attributes, its documents or both), or keep where it is (content); a flattened document
@@ -152,7 +152,7 @@ class LatencyOnly:
 
 
 #: prefix -> document index -> field -> value (ids, scores) or, for content, the key holding it
-DocFields = Mapping[str, Mapping[int, Mapping[str, AttrValue]]]
+DocFields = dict[str, dict[int, dict[str, AttrValue]]]
 #: a span's name, start and end (ns), status code and dropped attribute count
 SpanFields = tuple[str, int, int, int, int]
 #: where a span is: its request and its resource_spans, scope_spans and spans indexes
@@ -175,7 +175,7 @@ class LightSpan:
     def __init__(self, proto: Span | None, scope: str, trace_id: str, span_id: str, parent_span_id: str | None,
                  parent_is_remote: bool, fraction: float, attributes: dict[str, AttrValue],
                  resource: Mapping[str, AttrValue], service_name: str | None,
-                 content: Mapping[str, int] = _NO_CONTENT, retriever_event: bool = False,
+                 content: dict[str, int] = _NO_CONTENT, retriever_event: bool = False,
                  docs: DocFields = _NO_DOCS, doc_content: DocFields = _NO_DOCS, size: int | None = None,
                  fields: SpanFields | None = None, locate: SpanAt | None = None) -> None:
         # the protobuf span, or where it is in its request (otlp_scan: found when first needed)
@@ -257,13 +257,19 @@ def _key_role(proto: Span) -> str | None:
     return None
 
 
-@dataclass(slots=True)  # not frozen: one per message, and a frozen __init__ costs twice as much
+@dataclass(slots=True, init=False)  # init=False, not frozen: a compiled __init__ (see LatencyTrace)
 class LightBatch:
     """``otlp.DecodedBatch`` with ``LightSpan``s among its spans (an ``otlp.SpanBatch``)."""
 
     spans: list[SpanRecord | LightSpan]
-    rejected_spans: int = 0
-    errors: list[str] = field(default_factory=list)
+    rejected_spans: int
+    errors: list[str]
+
+    def __init__(self, spans: list[SpanRecord | LightSpan], rejected_spans: int = 0,
+                 errors: list[str] | None = None) -> None:
+        self.spans = spans
+        self.rejected_spans = rejected_spans
+        self.errors = [] if errors is None else errors
 
 
 _MAX_RESOURCES = 256

@@ -51,8 +51,14 @@ class Tally:
 
 def observe_all(child: Any, values: list[float]) -> None:
     """``child.observe(v)`` for each value, in one pass over prometheus_client's histogram child
-    (its ``_upper_bounds``, ``_buckets`` and ``_sum``); value by value where those are not there."""
+    (its ``_upper_bounds``, ``_buckets`` and ``_sum``); through ``child.observe_many(values)`` where
+    the child has that; else value by value."""
     bounds = getattr(child, "_upper_bounds", None)
+    if bounds is None:
+        many = getattr(child, "observe_many", None)  # e.g. export/latency.SlidingQuantile
+        if many is not None:
+            many(values)
+            return
     buckets = getattr(child, "_buckets", None)
     total = getattr(child, "_sum", None)
     if len(values) == 1 or bounds is None or buckets is None or total is None or len(bounds) != len(buckets):

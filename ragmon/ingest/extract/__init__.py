@@ -72,7 +72,6 @@ from ._latency import (
     latency_keys,
     latency_trace,
 )
-from ._latency_docs import LatencySpan
 from ._settings import DEFAULT_SETTINGS, ExtractSettings
 from ._trace import build_rag_trace
 from ._view import declared_role, key_role, role_of
@@ -85,7 +84,6 @@ __all__ = [
     "DOCUMENT_PREFIXES",
     "LATENCY_KEYS",
     "ExtractSettings",
-    "LatencySpan",
     "LatencyTrace",
     "build_rag_trace",
     "content_id",

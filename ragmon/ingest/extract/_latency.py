@@ -34,18 +34,21 @@ agent's metrics and accounting.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
+from typing import TYPE_CHECKING
 
 from ... import semconv as sc
 from ...types import AttrValue
-from ._latency_docs import LatencyGroup, LatencySpan, has_text
+from ._latency_docs import LatencyGroup, has_text
 from ._latency_docs import documents as retrieved_documents
 from ._messages import generator_output
 from ._settings import DEFAULT_SETTINGS, ExtractSettings
 from ._values import to_str
 from ._view import ROLE_GENERATOR, ROLE_PIPELINE, ROLE_RERANKER, ROLE_RETRIEVER
+
+if TYPE_CHECKING:  # the spans read (concrete: compiled code reads their fields directly; see _latency_docs)
+    from ..otlp_light import LightSpan as LatencySpan
 
 #: Attributes whose values decide the latency-only fields (the configured pipeline attribute
 #: comes on top, see ``latency_keys``).
@@ -85,7 +88,9 @@ def latency_keys(settings: ExtractSettings | None = None) -> frozenset[str]:
     return LATENCY_KEYS | {attribute} if attribute else LATENCY_KEYS
 
 
-@dataclass(slots=True)  # not frozen: one is made per trace, and a frozen __init__ costs twice as much
+# init=False: the __init__ below is compiled with the module (a generated one runs as interpreted
+# Python: it cost more than the rest of a trace's view); not frozen for the same reason.
+@dataclass(slots=True, init=False)
 class LatencyTrace:
     """The fields of ``build_rag_trace``'s ``RagTrace`` that the agent reads for a trace it does
     not judge, with the same values."""
@@ -103,11 +108,32 @@ class LatencyTrace:
     has_error: bool  # some span ended in error (the priority rule reads only RAG spans: it asks the full path)
     model: str | None
     prompt_version: str | None
-    contexts_source: str = sc.CONTEXTS_NONE
-    feedback: AttrValue = None  # attributes["ragmon.feedback"] of the full trace
+    contexts_source: str
+    feedback: AttrValue  # attributes["ragmon.feedback"] of the full trace
+
+    def __init__(self, trace_id: str, service: str, pipeline: str, complete: bool, not_rag: bool,
+                 retrieval_latency_s: float | None, generation_latency_s: float | None,
+                 pipeline_latency_s: float | None, document_count: int, top_retrieval_score: float | None,
+                 has_error: bool, model: str | None, prompt_version: str | None,
+                 contexts_source: str = sc.CONTEXTS_NONE, feedback: AttrValue = None) -> None:
+        self.trace_id = trace_id
+        self.service = service
+        self.pipeline = pipeline
+        self.complete = complete
+        self.not_rag = not_rag
+        self.retrieval_latency_s = retrieval_latency_s
+        self.generation_latency_s = generation_latency_s
+        self.pipeline_latency_s = pipeline_latency_s
+        self.document_count = document_count
+        self.top_retrieval_score = top_retrieval_score
+        self.has_error = has_error
+        self.model = model
+        self.prompt_version = prompt_version
+        self.contexts_source = contexts_source
+        self.feedback = feedback
 
 
-def latency_trace(trace_id: str, spans: Sequence[LatencySpan], *, complete: bool,
+def latency_trace(trace_id: str, spans: list[LatencySpan], *, complete: bool,
                   settings: ExtractSettings | None = None) -> LatencyTrace | None:
     """The latency-only fields of one trace: the same values ``build_rag_trace`` gives (see the
     module doc); None when they depend on text that only the full extraction reads. Mirrors
@@ -242,7 +268,7 @@ def _choose_generator(groups: list[LatencyGroup]) -> tuple[LatencyGroup | None, 
 _START_END = attrgetter("start_time_ns", "end_time_ns")  # the order of TraceView's spans
 
 
-def _head(span: LatencySpan, role: str, by_id: Mapping[str, LatencySpan]) -> LatencySpan:
+def _head(span: LatencySpan, role: str, by_id: dict[str, LatencySpan]) -> LatencySpan:
     """The outermost same-role ancestor of ``span`` (itself when none): ``_ancestors`` without the list."""
     head = span
     parent_id = span.parent_span_id
@@ -260,7 +286,7 @@ def _head(span: LatencySpan, role: str, by_id: Mapping[str, LatencySpan]) -> Lat
     return head
 
 
-def _ancestors(span: LatencySpan, by_id: Mapping[str, LatencySpan]) -> list[LatencySpan]:
+def _ancestors(span: LatencySpan, by_id: dict[str, LatencySpan]) -> list[LatencySpan]:
     out: list[LatencySpan] = []
     seen = {span.span_id}
     parent_id = span.parent_span_id
@@ -275,7 +301,7 @@ def _ancestors(span: LatencySpan, by_id: Mapping[str, LatencySpan]) -> list[Late
 class _Depth:
     """Ancestor counts, computed on demand (most traces never need them)."""
 
-    def __init__(self, by_id: Mapping[str, LatencySpan]) -> None:
+    def __init__(self, by_id: dict[str, LatencySpan]) -> None:
         self._by_id = by_id
         self._depth: dict[str, int] = {}
 
@@ -295,7 +321,7 @@ _MODEL_KEYS = (sc.LLM_MODEL_NAME, sc.GEN_AI_RESPONSE_MODEL, sc.GEN_AI_REQUEST_MO
 _PROMPT_KEYS = (sc.LLM_PROMPT_TEMPLATE_VERSION,)
 
 
-def _first_attr(ordered: Sequence[LatencySpan], depth: _Depth, keys: tuple[str, ...], present: set[str],
+def _first_attr(ordered: list[LatencySpan], depth: _Depth, keys: tuple[str, ...], present: set[str],
                 prefer: LatencySpan | None = None) -> AttrValue:
     """``TraceView.first_attr``: the preferred span first, then outermost first (``present``: the
     keys any span has)."""
@@ -320,14 +346,14 @@ def _first_value(span: LatencySpan, keys: tuple[str, ...]) -> AttrValue:
     return None
 
 
-def _service(first: LatencySpan | None, ordered: Sequence[LatencySpan]) -> str:
+def _service(first: LatencySpan | None, ordered: list[LatencySpan]) -> str:
     if first is not None and first.service_name:
         return first.service_name
     names = Counter(s.service_name for s in ordered if s.service_name)
     return names.most_common(1)[0][0] if names else sc.UNKNOWN_LABEL
 
 
-def _pipeline_name(ordered: Sequence[LatencySpan], root: LatencySpan | None, depth: _Depth,
+def _pipeline_name(ordered: list[LatencySpan], root: LatencySpan | None, depth: _Depth,
                    attribute: str | None, present: set[str]) -> str:
     """``TraceView.pipeline_name``: the first key any span names it by, outermost span first
     (``present``: the keys any span has)."""
@@ -348,7 +374,7 @@ def _pipeline_name(ordered: Sequence[LatencySpan], root: LatencySpan | None, dep
     return top.name or sc.UNKNOWN_LABEL
 
 
-def _text(attrs: Mapping[str, AttrValue], key: str) -> str | None:
+def _text(attrs: dict[str, AttrValue], key: str) -> str | None:
     """``to_str(attrs.get(key))``, without the call for the (usual) missing key."""
     value = attrs.get(key)
     return None if value is None else to_str(value)
@@ -358,5 +384,5 @@ def _duration_s(span: LatencySpan) -> float:
     return max(0, span.end_time_ns - span.start_time_ns) / 1e9
 
 
-def _envelope_s(spans: Sequence[LatencySpan]) -> float:
+def _envelope_s(spans: list[LatencySpan]) -> float:
     return max(0, max(s.end_time_ns for s in spans) - min(s.start_time_ns for s in spans)) / 1e9

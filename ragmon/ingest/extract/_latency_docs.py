@@ -8,57 +8,27 @@ document-bearing spans in one group) by the full path's own readers, for that sp
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import Protocol
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ... import semconv as sc
-from ...types import AttrValue, SpanRecord
+from ...types import AttrValue
 from ._documents import reranker_documents, span_documents
 from ._trace import best_documents
 from ._values import to_float, to_id, to_str
 from ._view import Group
 
-__all__ = ["Doc", "LatencyGroup", "LatencySpan", "documents", "has_text"]
+__all__ = ["Doc", "LatencyGroup", "documents", "has_text"]
 
 #: what span_documents reads after the flattened documents
 _DOCUMENT_KEYS = (sc.GEN_AI_RETRIEVAL_DOCUMENTS, sc.TRACELOOP_ENTITY_OUTPUT, sc.OUTPUT_VALUE)
 
 
-class LatencySpan(Protocol):
-    """What ``latency_trace`` reads of a span (``otlp_light.LightSpan``)."""
-
-    @property
-    def span_id(self) -> str: ...
-    @property
-    def parent_span_id(self) -> str | None: ...
-    @property
-    def parent_is_remote(self) -> bool: ...
-    @property
-    def name(self) -> str: ...
-    @property
-    def start_time_ns(self) -> int: ...
-    @property
-    def end_time_ns(self) -> int: ...
-    @property
-    def status_code(self) -> str: ...
-    @property
-    def attributes(self) -> Mapping[str, AttrValue]: ...  # latency keys only
-    @property
-    def resource(self) -> Mapping[str, AttrValue]: ...
-    @property
-    def service_name(self) -> str | None: ...
-    @property
-    def role(self) -> str | None: ...  # role_of(...), computed once by the decoder
-    @property
-    def content(self) -> Mapping[str, int]: ...  # content keys present (-> where)
-    @property
-    def retriever_event(self) -> bool: ...  # holds a db.query.result event
-    @property
-    def docs(self) -> Mapping[str, Mapping[int, Mapping[str, AttrValue]]]: ...  # document ids / scores
-    @property
-    def doc_content(self) -> Mapping[str, Mapping[int, Mapping[str, AttrValue]]]: ...  # -> their content keys
-    def value(self, key: str) -> AttrValue: ...  # a content key's value, read now
-    def to_record(self) -> SpanRecord: ...  # the span decoded in full, read now
+if TYPE_CHECKING:
+    # What ``latency_trace`` reads: a span read for latency only. The concrete (compiled) class, not
+    # a Protocol, so that compiled code reads its fields directly; imported for the types only (at
+    # run time otlp_light imports this package).
+    from ..otlp_light import LightSpan as LatencySpan
 
 
 class LatencyGroup:
@@ -172,4 +142,4 @@ def _flattened(span: LatencySpan, prefix: str) -> list[Doc] | None:
     return docs
 
 
-_NO_FIELDS: Mapping[int, Mapping[str, AttrValue]] = {}
+_NO_FIELDS: dict[int, dict[str, AttrValue]] = {}
