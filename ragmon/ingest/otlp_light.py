@@ -40,9 +40,9 @@ from .extract import (
     CONTENT_PREFIXES,
     DOCUMENT_LATENCY_SUFFIXES,
     DOCUMENT_PREFIXES,
-    declared_role,
     key_role,
 )
+from .extract._view import declared_role_of_dict
 from .otlp import (
     _FLAG_PARENT_IS_REMOTE,
     _STATUS_NAMES,
@@ -165,7 +165,7 @@ class LightSpan:
     role, its trace's sampling fraction (0.0 when no rate can judge it: not computed then) and its
     protobuf span."""
 
-    __slots__ = ("_locate", "_proto", "_record", "_scope", "attributes", "content", "doc_content", "docs",
+    __slots__ = ("_bytes", "_locate", "_proto", "_record", "_scope", "attributes", "content", "doc_content", "docs",
                  "dropped_attributes_count", "end_time_ns", "fraction", "name", "parent_is_remote",
                  "parent_span_id", "resource", "retriever_event", "role", "service_name", "size", "span_id",
                  "start_time_ns", "status_code", "trace_id")
@@ -177,10 +177,12 @@ class LightSpan:
                  resource: Mapping[str, AttrValue], service_name: str | None,
                  content: dict[str, int] = _NO_CONTENT, retriever_event: bool = False,
                  docs: DocFields = _NO_DOCS, doc_content: DocFields = _NO_DOCS, size: int | None = None,
-                 fields: SpanFields | None = None, locate: SpanAt | None = None) -> None:
+                 fields: SpanFields | None = None, locate: SpanAt | None = None,
+                 span_bytes: tuple[bytes, int, int] | None = None) -> None:
         # the protobuf span, or where it is in its request (otlp_scan: found when first needed)
         self._proto = proto
         self._locate = locate
+        self._bytes = span_bytes  # otlp_scan: the message and where the span is in it (see value())
         self._record: SpanRecord | None = None
         self._scope = scope
         self.trace_id = trace_id
@@ -204,7 +206,7 @@ class LightSpan:
         self.retriever_event = retriever_event
         self.docs = docs  # flattened document ids and scores, as extract's indexed_fields reads them
         self.doc_content = doc_content  # ... and which content key holds each document's text or metadata
-        role = declared_role(attributes, retriever_event) if attributes or retriever_event else None
+        role = declared_role_of_dict(attributes, retriever_event) if attributes or retriever_event else None
         if role is None and (content or attributes or docs):
             role = _key_role(self.proto)
         self.role = role or None
@@ -236,6 +238,13 @@ class LightSpan:
         position = self.content.get(key)
         if position is None:
             return None
+        if self._bytes is not None:  # read from the span's bytes: no protobuf objects made
+            from .otlp_scan import attribute_value  # (otlp_scan imports this module)
+
+            raw, start, end = self._bytes
+            value = attribute_value(raw, start, end, position)
+            if value is not None:
+                return value
         pairs = self.proto.attributes
         value = _any_value(pairs[position].value, 0)
         if value is None:  # an empty last occurrence: the full decoder keeps the last set one

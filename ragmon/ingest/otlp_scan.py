@@ -49,7 +49,7 @@ from .otlp_light import (
     file_value,
 )
 
-__all__ = ["scan_request_light"]
+__all__ = ["attribute_value", "scan_request_light"]
 
 _U64: Final = struct.Struct("<Q")
 _U32: Final = struct.Struct("<I")
@@ -316,6 +316,7 @@ def _light_span(raw: bytes, pos: int, end: int, where: tuple[ExportTraceServiceR
     docs: dict[str, dict[int, dict[str, AttrValue]]] | None = None
     doc_content: dict[str, dict[int, dict[str, AttrValue]]] | None = None
     memo = plans._raw
+    first = pos
     position = -1
     while pos < end:
         tag, pos = _varint(raw, pos)
@@ -350,7 +351,10 @@ def _light_span(raw: bytes, pos: int, end: int, where: tuple[ExportTraceServiceR
             continue
         if value_at < 0:
             continue  # no value
-        read, converted = (False, None) if twice else _scalar(raw, value_at, value_end)
+        if twice:
+            read, converted = False, None
+        else:
+            read, converted = _scalar(raw, value_at, value_end)
         if not read:  # an array, a kvlist, bytes: as the walk reads them
             request, i, j, k = where
             converted = _any_value(request.resource_spans[i].scope_spans[j].spans[k].attributes[position].value, 0)
@@ -364,8 +368,42 @@ def _light_span(raw: bytes, pos: int, end: int, where: tuple[ExportTraceServiceR
         bool(parent) and bool(flags & _FLAG_PARENT_IS_REMOTE),
         fraction, attrs, resource, service_name, content or _NO_CONTENT, retriever_event,
         docs or _NO_DOCS, doc_content or _NO_DOCS, size,
-        fields=(name, start_ns, end_ns, code, dropped), locate=where,
+        fields=(name, start_ns, end_ns, code, dropped), locate=where, span_bytes=(raw, first, end),
     )
+
+
+def attribute_value(raw: bytes, pos: int, end: int, position: int) -> AttrValue:
+    """The scalar value of the span's attribute number ``position`` (the span's bytes are
+    ``raw[pos:end]``), as ``_any_value`` reads it; None where the protobuf object must tell (no
+    such attribute, an empty, non-scalar or merged value)."""
+    index = -1
+    while pos < end:
+        tag, pos = _varint(raw, pos)
+        if tag != _ATTRIBUTE_TAG:
+            pos = _skip(raw, pos, tag & 7)
+            continue
+        length, pos = _varint(raw, pos)
+        index += 1
+        if index < position:
+            pos += length
+            continue
+        pair_end = pos + length
+        value_at = value_end = -1
+        while pos < pair_end:
+            tag, pos = _varint(raw, pos)
+            if tag == _VALUE_TAG:
+                if value_at >= 0:
+                    return None  # given twice: protobuf merges them
+                length, pos = _varint(raw, pos)
+                value_at, value_end = pos, pos + length
+                pos += length
+            else:
+                pos = _skip(raw, pos, tag & 7)
+        if value_at < 0:
+            return None
+        read, value = _scalar(raw, value_at, value_end)
+        return value if read else None
+    return None
 
 
 def _scalar(data: bytes, pos: int, end: int) -> tuple[bool, AttrValue]:

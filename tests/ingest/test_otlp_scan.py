@@ -156,6 +156,15 @@ SHAPES: dict[str, bytes] = {
     "content keys": _request(_span(**{
         sc.OUTPUT_VALUE: AnyValue(string_value="answer"),
         sc.retrieval_document_attr(0, sc.DOCUMENT_CONTENT): AnyValue(string_value="text")})),
+    # content values are read when asked (LightSpan.value), from the bytes where they are plain
+    "content values: merged, set then empty, an array, an int, blank": _request(
+        _span(**{sc.GEN_AI_INPUT_MESSAGES: AnyValue(array_value={"values": [AnyValue(string_value="m")]}),
+                 sc.TRACELOOP_ENTITY_OUTPUT: AnyValue(int_value=7),
+                 sc.retrieval_document_attr(1, sc.DOCUMENT_ID): AnyValue(string_value="doc-1"),
+                 sc.retrieval_document_attr(1, sc.DOCUMENT_CONTENT): AnyValue(string_value="  ")})
+        + _len(9, _len(1, sc.OUTPUT_VALUE.encode()) + _len(2, _len(1, b"a")) + _len(2, _tag(3, 0) + _varint(7)))
+        + _attribute(sc.retrieval_document_attr(0, sc.DOCUMENT_CONTENT), _len(2, _len(1, b"text")))
+        + _attribute(sc.retrieval_document_attr(0, sc.DOCUMENT_CONTENT), _len(2, b""))),
 }
 # protobuf merges these (or skips a group): the walk decides
 LEFT_TO_THE_WALK: dict[str, bytes] = {

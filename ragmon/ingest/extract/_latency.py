@@ -312,6 +312,20 @@ class _Depth:
             depth = self._depth[span.span_id] = len(_ancestors(span, self._by_id))
         return depth, span.start_time_ns
 
+    def outermost(self, spans: list[LatencySpan]) -> LatencySpan:
+        """``min(spans, key=self.key)``. A span whose parent is not in the trace has depth 0 and
+        needs no walk: the earliest of those wins (the first of equals, as ``min`` keeps)."""
+        if len(spans) == 1:
+            return spans[0]
+        by_id = self._by_id
+        best: LatencySpan | None = None
+        for span in spans:
+            parent = span.parent_span_id
+            if (parent is None or parent == span.span_id or parent not in by_id) and (
+                    best is None or span.start_time_ns < best.start_time_ns):
+                best = span
+        return best if best is not None else min(spans, key=self.key)
+
 
 def _sorted_groups(groups: dict[str, LatencyGroup]) -> list[LatencyGroup]:
     return sorted(groups.values(), key=lambda g: g.head.start_time_ns) if len(groups) > 1 else list(groups.values())
@@ -334,7 +348,7 @@ def _first_attr(ordered: list[LatencySpan], depth: _Depth, keys: tuple[str, ...]
     candidates = [s for s in ordered if _first_value(s, keys) is not None]
     if not candidates:
         return None
-    return _first_value(candidates[0] if len(candidates) == 1 else min(candidates, key=depth.key), keys)
+    return _first_value(depth.outermost(candidates), keys)
 
 
 def _first_value(span: LatencySpan, keys: tuple[str, ...]) -> AttrValue:
@@ -364,13 +378,13 @@ def _pipeline_name(ordered: list[LatencySpan], root: LatencySpan | None, depth: 
     for key in keys:
         named = [s for s in ordered if key in s.attributes and _text(s.attributes, key)] if key in present else None
         if named:
-            first = named[0] if len(named) == 1 else min(named, key=depth.key)
+            first = depth.outermost(named)
             return _text(first.attributes, key) or sc.UNKNOWN_LABEL
         if key == attribute:
             named = [s for s in ordered if to_str(s.resource.get(key))]
             if named:
-                return to_str(min(named, key=depth.key).resource.get(key)) or sc.UNKNOWN_LABEL
-    top = root or min(ordered, key=depth.key)
+                return to_str(depth.outermost(named).resource.get(key)) or sc.UNKNOWN_LABEL
+    top = root or depth.outermost(ordered)
     return top.name or sc.UNKNOWN_LABEL
 
 

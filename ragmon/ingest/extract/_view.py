@@ -70,6 +70,11 @@ def declared_role(attrs: Mapping[str, AttrValue], retriever_event: bool) -> str 
     """``role_of`` without the data-key fallback (the latency-only decoder finds that one in
     the order the keys come: ``key_role``); ``retriever_event``: a ``db.query.result`` event.
     ``""``: the span kind says it has no stage role (CHAIN, EMBEDDING ...: no fallback either)."""
+    return declared_role_of_dict(attrs if isinstance(attrs, dict) else dict(attrs), retriever_event)
+
+
+def declared_role_of_dict(attrs: dict[str, AttrValue], retriever_event: bool) -> str | None:
+    """``declared_role`` of a dict (compiled: its lookups are native)."""
     stage = to_str(attrs.get(sc.RAGMON_STAGE))
     if stage in _STAGE_ROLES:
         return _STAGE_ROLES[stage]
