@@ -48,10 +48,13 @@ class _RecentIds:
     def add(self, trace_id: str) -> None:
         if self._size <= 0:
             return
-        self._ids[trace_id] = None
-        self._ids.move_to_end(trace_id)
-        while len(self._ids) > self._size:
-            self._ids.popitem(last=False)
+        ids = self._ids
+        if trace_id in ids:
+            ids.move_to_end(trace_id)
+            return
+        ids[trace_id] = None
+        while len(ids) > self._size:
+            ids.popitem(last=False)
 
 
 

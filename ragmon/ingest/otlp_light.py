@@ -310,6 +310,14 @@ class _Resources:
         return found
 
 
+    def get_scanned(self, raw: bytes, request: ExportTraceServiceRequest, index: int,
+                    ) -> tuple[Mapping[str, AttrValue], str | None]:
+        """``get`` of the resource of ``request.resource_spans[index]``, whose bytes are ``raw``:
+        the protobuf object is looked at only when those bytes are new (otlp_scan)."""
+        found = self._seen.get(raw)
+        return found if found is not None else self.get(request.resource_spans[index].resource, raw)
+
+
 _RESOURCES = _Resources()
 
 

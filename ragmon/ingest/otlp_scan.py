@@ -51,8 +51,6 @@ from .otlp_light import (
 
 __all__ = ["attribute_value", "scan_request_light"]
 
-_U64: Final = struct.Struct("<Q")
-_U32: Final = struct.Struct("<I")
 _DOUBLE: Final = struct.Struct("<d")
 _RETRIEVER_EVENT: Final = sc.DB_QUERY_RESULT_EVENT.encode()
 _ATTRIBUTE_TAG: Final = 9 << 3 | 2  # Span.attributes (a KeyValue)
@@ -79,6 +77,16 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
         if byte < 0x80:
             return value, pos
         shift += 7
+
+
+def _fixed32(data: bytes, pos: int) -> int:
+    """The little-endian unsigned 32-bit int at ``pos`` (byte by byte: compiled, no struct call)."""
+    return data[pos] | data[pos + 1] << 8 | data[pos + 2] << 16 | data[pos + 3] << 24
+
+
+def _fixed64(data: bytes, pos: int) -> int:
+    """The little-endian unsigned 64-bit int at ``pos``."""
+    return _fixed32(data, pos) | _fixed32(data, pos + 4) << 32
 
 
 def _skip(data: bytes, pos: int, wire: int) -> int:
@@ -200,7 +208,7 @@ def _scan(raw: bytes, request: ExportTraceServiceRequest, latency_only: LatencyO
         if i != resource_index:
             resource_index = i
             at, until = resources[i]
-            resource, service_name = _RESOURCES.get(request.resource_spans[i].resource, raw[at:until])
+            resource, service_name = _RESOURCES.get_scanned(raw[at:until], request, i)
         scope_name = scopes[(i, j)]
         # the span's own fields (its attributes are read below, for a light span only)
         trace_id = span_id = parent = b""
@@ -232,9 +240,9 @@ def _scan(raw: bytes, request: ExportTraceServiceRequest, latency_only: LatencyO
                     code = _status_code(raw, at, pos)
             elif wire == 1:
                 if field == 7:
-                    start_ns = _U64.unpack_from(raw, pos)[0]
+                    start_ns = _fixed64(raw, pos)
                 elif field == 8:
-                    end_ns = _U64.unpack_from(raw, pos)[0]
+                    end_ns = _fixed64(raw, pos)
                 pos += 8
             elif wire == 0:
                 value, pos = _varint(raw, pos)
@@ -242,7 +250,7 @@ def _scan(raw: bytes, request: ExportTraceServiceRequest, latency_only: LatencyO
                     dropped = value & 0xFFFFFFFF
             elif wire == 5:
                 if field == 16:
-                    flags = _U32.unpack_from(raw, pos)[0]
+                    flags = _fixed32(raw, pos)
                 pos += 4
             else:
                 raise _Unexpected("group")

@@ -609,3 +609,15 @@ async def test_keys_the_extraction_cannot_index_give_the_same_metrics_on_both_pa
     decode_export_request(bodies[0], content_type="application/x-protobuf", latency_only=latency_only)
     assert all(len(key) <= 256 for key in latency_only.plans._plans)
     assert all(len(raw) <= 4096 for raw in otlp_light._RESOURCES._seen)
+
+
+def test_the_views_span_order_is_sorteds_stable_order() -> None:
+    from ragmon.ingest.extract._latency import _START_END, _in_order
+
+    rng = random.Random(5)
+    for size in (0, 1, 2, 3, 5, 16, 17, 40):
+        for _ in range(50):
+            spans = [otlp_light.LightSpan(None, "", "ab" * 16, f"{i:016x}", None, False, 0.0, {}, {}, "svc",
+                                          fields=("s", rng.randint(0, 3), rng.randint(0, 3), 0, 0), size=0)
+                     for i in range(size)]
+            assert _in_order(spans) == sorted(spans, key=_START_END)  # the same objects, ties in input order

@@ -141,7 +141,7 @@ def latency_trace(trace_id: str, spans: list[LatencySpan], *, complete: bool,
     if not spans:
         raise ValueError("latency_trace needs at least one span")
     settings = settings or DEFAULT_SETTINGS
-    ordered = sorted(spans, key=_START_END) if len(spans) > 1 else list(spans)
+    ordered = _in_order(spans)
     by_id = {s.span_id: s for s in ordered}
     root: LatencySpan | None = None
     local_root: LatencySpan | None = None  # this service's part of a distributed trace: its local root
@@ -215,7 +215,11 @@ def latency_trace(trace_id: str, spans: list[LatencySpan], *, complete: bool,
     main = main or root
     depth = _Depth(by_id)
     model = to_str(_first_attr(ordered, depth, _MODEL_KEYS, present, prefer=generator_data))
-    scores = [d[1] for d in documents if d[1] is not None]
+    top_score: float | None = None  # max() of the scores there are, without the generic call
+    for doc in documents:
+        score = doc[1]
+        if score is not None and (top_score is None or score > top_score):
+            top_score = score
     return LatencyTrace(
         trace_id=trace_id,
         service=_service(root or main, ordered),
@@ -227,7 +231,7 @@ def latency_trace(trace_id: str, spans: list[LatencySpan], *, complete: bool,
         generation_latency_s=_duration_s(generator.head) if generator is not None else None,
         pipeline_latency_s=_duration_s(main) if main is not None else _envelope_s(ordered),
         document_count=len(documents),
-        top_retrieval_score=max(scores) if scores else None,
+        top_retrieval_score=top_score,
         has_error=has_error,
         model=model if model is not None and model.lower() != sc.UNKNOWN_LABEL else None,
         prompt_version=to_str(_first_attr(ordered, depth, _PROMPT_KEYS, present)),
@@ -266,6 +270,27 @@ def _choose_generator(groups: list[LatencyGroup]) -> tuple[LatencyGroup | None, 
 
 
 _START_END = attrgetter("start_time_ns", "end_time_ns")  # the order of TraceView's spans
+_INSERTION_SORT_MAX = 16
+
+
+def _in_order(spans: list[LatencySpan]) -> list[LatencySpan]:
+    """``sorted(spans, key=_START_END)``: a stable insertion sort for the usual few spans (no key
+    tuples, no generic calls), ``sorted`` for more."""
+    if len(spans) > _INSERTION_SORT_MAX:
+        return sorted(spans, key=_START_END)
+    ordered = list(spans)
+    for i in range(1, len(ordered)):
+        span = ordered[i]
+        start, end = span.start_time_ns, span.end_time_ns
+        j = i - 1
+        while j >= 0:
+            before = ordered[j]
+            if before.start_time_ns < start or (before.start_time_ns == start and before.end_time_ns <= end):
+                break
+            ordered[j + 1] = before
+            j -= 1
+        ordered[j + 1] = span
+    return ordered
 
 
 def _head(span: LatencySpan, role: str, by_id: dict[str, LatencySpan]) -> LatencySpan:
