@@ -17,8 +17,9 @@ document ids and scores, no text: what a deployment with a low content rate send
 
 Each phase runs in its own process pinned to one CPU core, with a fresh consumer group, and
 reports its CPU time over the timed part and its peak RSS (``RAGMON_BENCH_PROFILE=<path>`` also
-writes each agent phase's cProfile stats to ``<path>.<traffic>.<phase>``). The ceiling runs three
-times (before, between and after the agent's phases) and its median counts. A broker is started
+writes each agent phase's cProfile stats to ``<path>.<traffic>.<phase>``). The ceiling and the fast
+agent run in turn, ``--rounds`` times each (default 3), and the median of each counts; the full path
+runs once. A broker is started
 with ``scripts/kafka_broker.py`` unless ``--bootstrap`` is given. ``--write-docs`` replaces the
 "Kafka ingest" section of ``docs/benchmarks.md``::
 
@@ -258,7 +259,16 @@ def _phase_main(args: argparse.Namespace) -> None:
 
 
 # --- report --------------------------------------------------------------------------------------
-def render(args: argparse.Namespace, results: dict[str, dict[str, dict[str, float]]],
+def _rate(result: dict[str, float]) -> float:
+    return result["spans"] / result["seconds"]
+
+
+def _median(runs: list[dict[str, float]]) -> dict[str, float]:
+    """The run with the median rate (the lower middle one of an even number)."""
+    return sorted(runs, key=_rate)[(len(runs) - 1) // 2]
+
+
+def render(args: argparse.Namespace, results: dict[str, dict[str, dict[str, float]]], paired: dict[str, list[float]],
            sizes: dict[str, int], load: tuple[float, float]) -> str:
     def rate(result: dict[str, float]) -> float:
         return result["spans"] / result["seconds"]
@@ -300,9 +310,10 @@ def render(args: argparse.Namespace, results: dict[str, dict[str, dict[str, floa
         ratio = rate(agent) / rate(ceiling)
         verdict = "stretch goal (50 %) met" if ratio >= 0.5 else "goal (25 %) met" if ratio >= 0.25 else "not met"
         per_message = {name: 1e6 * r["cpu_seconds"] * 3 / r["spans"] for name, r in phases.items()}
+        rounds = ", ".join(f"{r:.0%}" for r in paired[shape])
         verdicts.append(f"**{shape}**: agent / ceiling **{ratio:.0%}** ({cpu_rate(agent) / cpu_rate(ceiling):.0%} "
                         f"by CPU time: {per_message['ceiling']:.0f} µs per message for the ceiling, "
-                        f"{per_message['agent']:.0f} µs for the agent), fast path "
+                        f"{per_message['agent']:.0f} µs for the agent; round by round {rounds}), fast path "
                         f"{rate(agent) / rate(full):.1f}x the full path — {verdict}")
     lines += [
         "",
@@ -310,9 +321,10 @@ def render(args: argparse.Namespace, results: dict[str, dict[str, dict[str, floa
         "",
         "The agent's time runs from its first span to the moment every trace is accounted for "
         "(`ragmon_traces_skipped_total{reason=\"not_sampled\"}`); the ceiling's from its first fetch "
-        "to the last span parsed. The ceiling row is the median of three runs, before, between and after "
-        "the agent's phases (one run takes a fraction of a second and catches the machine's load at one "
-        "moment). *CPU s* is the phase's own CPU time over the same span of time: less sensitive to "
+        "to the last span parsed. The ceiling and agent rows are each the median of "
+        f"{args.rounds} runs made in turn (one run takes a second or less and catches the machine's load at "
+        "one moment; *round by round* is each run's agent over the ceiling run just before it); the "
+        "full path runs once. *CPU s* is the phase's own CPU time over the same span of time: less sensitive to "
         "other work on the machine than the wall-clock rates, which the goal is judged on. On the fast "
         "path a text-bearing span is read like an ids-only one: "
         "its text keys are looked at by key and skipped (only where they are is kept); the one value "
@@ -362,6 +374,8 @@ def main() -> int:
     parser.add_argument("--traces", type=int, default=20_000, help="messages (one 3-span trace each)")
     parser.add_argument("--bootstrap", default=None, help="existing broker (default: start one)")
     parser.add_argument("--write-docs", action="store_true", help="update docs/benchmarks.md")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="runs of the ceiling and of the agent, in turn; the median of each counts")
     parser.add_argument("--phase", choices=("ceiling", "agent", "agent-full"), help=argparse.SUPPRESS)
     parser.add_argument("--topic", help=argparse.SUPPRESS)
     parser.add_argument("--spans", type=int, help=argparse.SUPPRESS)
@@ -388,25 +402,24 @@ def main() -> int:
             spans, partitions = asyncio.run(produce(bootstrap, topic, args.traces, template))
         load_before = os.getloadavg()[0]
         results: dict[str, dict[str, dict[str, float]]] = {}
+        paired: dict[str, list[float]] = {}  # agent / ceiling of each round
         for shape, topic in topics.items():
-            # The ceiling takes a fraction of a second, so one run catches the machine's load at one
-            # moment: it runs before, between and after the agent's phases, and its median counts.
-            phases: dict[str, dict[str, float]] = {}
-            ceilings = []
-            for name in ("ceiling", "agent", "ceiling", "agent-full", "ceiling"):
-                result = run_phase(name, args, bootstrap, topic, spans, partitions)
-                if name == "ceiling":
-                    ceilings.append(result)
-                else:
-                    phases[name] = result
-            ceilings.sort(key=lambda r: r["spans"] / r["seconds"])
-            phases["ceiling"] = ceilings[len(ceilings) // 2]
-            results[shape] = phases
+            # One run takes a second or less and catches the machine's load at one moment: the
+            # ceiling and the agent run in turn, ``rounds`` times each, and the median of each counts.
+            ceilings, agents = [], []
+            for _ in range(args.rounds):
+                ceilings.append(run_phase("ceiling", args, bootstrap, topic, spans, partitions))
+                agents.append(run_phase("agent", args, bootstrap, topic, spans, partitions))
+            results[shape] = {
+                "ceiling": _median(ceilings), "agent": _median(agents),
+                "agent-full": run_phase("agent-full", args, bootstrap, topic, spans, partitions),
+            }
+            paired[shape] = [_rate(a) / _rate(c) for c, a in zip(ceilings, agents, strict=True)]
         load_after = os.getloadavg()[0]
     finally:
         if broker is not None:
             broker.stop()
-    section = render(args, results, {k: len(v) for k, v in templates.items()}, (load_before, load_after))
+    section = render(args, results, paired, {k: len(v) for k, v in templates.items()}, (load_before, load_after))
     print(section)
     if args.write_docs:
         write_docs(section)
