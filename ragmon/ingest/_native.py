@@ -42,6 +42,7 @@ COMPILED_MODULES = (
     "ragmon.ingest.otlp_scan",
     "ragmon.ingest.assembler",
     "ragmon.ingest.tally",
+    "ragmon.ingest.offsets",
     "ragmon.ingest.extract._latency",
     "ragmon.ingest.extract._latency_docs",
     "ragmon.ingest.extract._view",

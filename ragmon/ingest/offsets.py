@@ -1,4 +1,4 @@
-"""Which Kafka offsets are safe to commit: pure bookkeeping, no I/O.
+"""Which Kafka offsets are safe to commit: pure bookkeeping, no I/O (compiled: see ``_native.py``).
 
 A consumer may commit offset ``N`` for a partition only when every message below ``N`` that it
 was handed is accounted for. Messages are *tracked* in the order they are fetched and
@@ -12,19 +12,20 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Hashable, Iterable
-from dataclasses import dataclass, field
 
 # (topic, partition)
 PartitionKey = tuple[str, int]
 
 
-@dataclass(slots=True)
 class _Partition:
-    order: deque[int] = field(default_factory=deque)  # tracked offsets, ascending (lazily trimmed)
-    pending: set[int] = field(default_factory=set)  # tracked and not yet released
-    next_offset: int | None = None  # one past the highest tracked offset
-    start: int | None = None  # first tracked offset: where fetching began (nothing to commit yet)
-    committed: int | None = None  # last offset acknowledged by the broker
+    __slots__ = ("committed", "next_offset", "order", "pending", "start")
+
+    def __init__(self) -> None:
+        self.order: deque[int] = deque()  # tracked offsets, ascending (lazily trimmed)
+        self.pending: set[int] = set()  # tracked and not yet released
+        self.next_offset: int | None = None  # one past the highest tracked offset
+        self.start: int | None = None  # first tracked offset: where fetching began (nothing to commit yet)
+        self.committed: int | None = None  # last offset acknowledged by the broker
 
     def safe(self) -> int | None:
         while self.order and self.order[0] not in self.pending:

@@ -195,7 +195,8 @@ class PowerSampler:
         if traffic is None:
             traffic = self._traffic[key] = _Traffic(self.target.window_s, now)
         traffic.add(count, now)
-        self._maybe_update(now)
+        if self._updated_at is None or now - self._updated_at >= self._update_every:  # _maybe_update, inline
+            self.update()
 
     def observe_scores(self, key: Hashable, scores: dict[str, float]) -> None:
         for metric, value in scores.items():

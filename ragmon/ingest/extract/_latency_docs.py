@@ -7,7 +7,6 @@ document-bearing spans in one group) by the full path's own readers, for that sp
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -99,18 +98,21 @@ def _best(group: LatencyGroup, reranker: bool, keys: Sequence[str]) -> list[Doc]
 def _span_documents(span: LatencySpan, reranker: bool, keys: Sequence[str]) -> list[Doc]:
     """``span_documents`` (``reranker_documents``): flattened documents with their own ids are
     read here; any other source (ids from metadata or text, JSON, events) by the full reader."""
-    for prefix in (_RERANKER_PREFIX, _RETRIEVAL_PREFIX) if reranker else (_RETRIEVAL_PREFIX,):
-        docs = _flattened(span, prefix)
-        if docs is None:
-            break
-        if docs:
-            return docs
-    else:
-        if not (span.retriever_event or any(k in span.content for k in _DOCUMENT_KEYS)):
-            return []
+    # the reranker's own prefix first, then the retriever's; None: the full reader decides
+    docs: list[Doc] | None = _flattened(span, _RERANKER_PREFIX) if reranker else []
+    if docs is not None and not docs:
+        docs = _flattened(span, _RETRIEVAL_PREFIX)
+    if docs:
+        return docs
+    if docs is not None and not (span.retriever_event or _holds_document_key(span.content)):
+        return []
     record = span.to_record()
     full = reranker_documents(record, keys) if reranker else span_documents(record, keys)
     return [(d.id, d.score, d.content is not None) for d in full]
+
+
+def _holds_document_key(content: dict[str, int]) -> bool:
+    return any(key in content for key in _DOCUMENT_KEYS)  # (mypyc makes this a loop)
 
 
 def _flattened(span: LatencySpan, prefix: str) -> list[Doc] | None:
@@ -128,7 +130,12 @@ def _flattened(span: LatencySpan, prefix: str) -> list[Doc] | None:
             if key is not None:
                 texts[index] = key
     docs: list[Doc] = []
-    for index in sorted(fields) if len(fields) > 1 else fields:
+    indexes = list(fields)  # filed as they came: usually in index order already
+    for i in range(1, len(indexes)):
+        if indexes[i - 1] > indexes[i]:
+            indexes.sort()
+            break
+    for index in indexes:
         f = fields[index]
         # to_id / to_float, with their usual cases (a string id, a float score) inline
         value = f.get(sc.DOCUMENT_ID)
@@ -136,7 +143,8 @@ def _flattened(span: LatencySpan, prefix: str) -> list[Doc] | None:
         if doc_id is None:
             return None
         value = f.get(sc.DOCUMENT_SCORE)
-        score = (value if math.isfinite(value) else None) if type(value) is float else to_float(value)
+        # (x - x == 0.0: finite; inf and NaN give NaN)
+        score = (value if value - value == 0.0 else None) if type(value) is float else to_float(value)
         key = texts.get(index)
         docs.append((doc_id, score, (span, key) if isinstance(key, str) else False))
     return docs
