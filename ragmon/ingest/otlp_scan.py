@@ -313,6 +313,19 @@ def _status_code(data: bytes, pos: int, end: int) -> int:
     return code
 
 
+def _next_attribute(data: bytes, pos: int, end: int) -> tuple[int, int]:
+    """Where the next span attribute (a KeyValue) at or after ``pos`` is: its bytes' start and end;
+    (-1, end) when none comes before ``end``."""
+    while pos < end:
+        tag, pos = _varint(data, pos)
+        if tag != _ATTRIBUTE_TAG:
+            pos = _skip(data, pos, tag & 7)
+            continue
+        length, pos = _varint(data, pos)
+        return pos, pos + length
+    return -1, end
+
+
 def _light_span(raw: bytes, pos: int, end: int, where: tuple[ExportTraceServiceRequest, int, int, int],
                 plans: _KeyPlans, name: str, start_ns: int, end_ns: int, code: int, dropped: int,
                 scope_name: str, trace_hex: str, span_id: bytes, parent: bytes, flags: int, fraction: float,
@@ -326,13 +339,10 @@ def _light_span(raw: bytes, pos: int, end: int, where: tuple[ExportTraceServiceR
     memo = plans._raw
     first = pos
     position = -1
-    while pos < end:
-        tag, pos = _varint(raw, pos)
-        if tag != _ATTRIBUTE_TAG:
-            pos = _skip(raw, pos, tag & 7)
-            continue
-        length, pos = _varint(raw, pos)
-        pair_end = pos + length
+    while True:
+        pos, pair_end = _next_attribute(raw, pos, end)
+        if pos < 0:
+            break
         position += 1
         key_raw = b""
         value_at = value_end = -1
@@ -385,17 +395,14 @@ def attribute_value(raw: bytes, pos: int, end: int, position: int) -> AttrValue:
     ``raw[pos:end]``), as ``_any_value`` reads it; None where the protobuf object must tell (no
     such attribute, an empty, non-scalar or merged value)."""
     index = -1
-    while pos < end:
-        tag, pos = _varint(raw, pos)
-        if tag != _ATTRIBUTE_TAG:
-            pos = _skip(raw, pos, tag & 7)
-            continue
-        length, pos = _varint(raw, pos)
+    while True:
+        at, pair_end = _next_attribute(raw, pos, end)
+        if at < 0:
+            return None
         index += 1
+        pos = at if index == position else pair_end
         if index < position:
-            pos += length
             continue
-        pair_end = pos + length
         value_at = value_end = -1
         while pos < pair_end:
             tag, pos = _varint(raw, pos)
