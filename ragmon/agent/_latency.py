@@ -129,7 +129,10 @@ class LatencyOnlyMixin(AccountingMixin):
     def _may_be_judged(self, lt: LatencyTrace, rate: float | None) -> bool:
         """Whether ``SamplingPolicy.decide`` could pick this trace; False only when it surely won't."""
         policy = self._policy
-        if in_sample(lt.trace_id, policy.rate_for(lt.pipeline) if rate is None else rate):
+        if rate is None:
+            rate = policy.rate_for(lt.pipeline)
+        fraction = lt.fraction  # in_sample's, hashed once already by the decoder (-1.0: not hashed)
+        if in_sample(lt.trace_id, rate) if fraction < 0.0 else rate >= 1.0 or (rate > 0.0 and fraction < rate):
             return True
         if policy.priority_errors and lt.has_error:
             return True  # the rule reads RAG spans only: the full trace tells

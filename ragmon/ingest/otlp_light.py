@@ -162,7 +162,8 @@ SpanAt = tuple[ExportTraceServiceRequest, int, int, int]
 class LightSpan:
     """A span read for latency only: what ``SpanRecord`` has, minus all attributes but the
     latency keys (``attributes``; document ids and scores apart, in ``docs``), plus the span's
-    role, its trace's sampling fraction (0.0 when no rate can judge it: not computed then) and its
+    role, its trace's sampling fraction (``trace_fraction``; -1.0 when no rate can judge the trace: not
+    computed then) and its
     protobuf span."""
 
     __slots__ = ("_bytes", "_locate", "_proto", "_record", "_scope", "attributes", "content", "doc_content", "docs",
@@ -338,7 +339,7 @@ def convert_request_light(request: ExportTraceServiceRequest, latency_only: Late
     always = latency_only.bound <= 0.0
     last_trace: bytes | None = None
     trace_hex = ""
-    fraction = 0.0
+    fraction = -1.0  # (not computed: see LightSpan)
     light = False
     for resource_spans in request.resource_spans:
         resource, service_name = _RESOURCES.get(resource_spans.resource)

@@ -199,7 +199,7 @@ def _scan(raw: bytes, request: ExportTraceServiceRequest, latency_only: LatencyO
     always = latency_only.bound <= 0.0  # with no judging rate every trace is light: no hash
     last_trace: bytes | None = None
     trace_hex = ""
-    fraction = 0.0
+    fraction = -1.0  # (not computed: see LightSpan)
     light = False
     resource_index = -1
     resource: Mapping[str, AttrValue] = {}

@@ -199,3 +199,15 @@ def test_status_the_walk_reads_is_the_one_given() -> None:
     assert scanned is not None and isinstance(scanned.spans[0], LightSpan)
     assert scanned.spans[0].status_code == "UNSET"  # (-1: no known code)
     assert Status.FromString(_tag(3, 0) + _varint(2**64 - 1)).code == -1
+
+
+@pytest.mark.parametrize("bound", [0.0, 0.5])
+def test_a_light_span_carries_its_traces_sampling_fraction(bodies: list[bytes], bound: float) -> None:
+    from ragmon.sampling import trace_fraction
+
+    for raw in bodies[:20]:
+        for batch in _both(raw, bound):
+            assert batch is not None
+            for span in batch.spans:
+                if isinstance(span, LightSpan):  # hashed only when some rate could judge the trace
+                    assert span.fraction == (trace_fraction(span.trace_id) if bound > 0 else -1.0)

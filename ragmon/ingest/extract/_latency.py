@@ -110,12 +110,13 @@ class LatencyTrace:
     prompt_version: str | None
     contexts_source: str
     feedback: AttrValue  # attributes["ragmon.feedback"] of the full trace
+    fraction: float  # the decoder's trace_fraction of the trace id; -1.0 when it did not compute one
 
     def __init__(self, trace_id: str, service: str, pipeline: str, complete: bool, not_rag: bool,
                  retrieval_latency_s: float | None, generation_latency_s: float | None,
                  pipeline_latency_s: float | None, document_count: int, top_retrieval_score: float | None,
                  has_error: bool, model: str | None, prompt_version: str | None,
-                 contexts_source: str = sc.CONTEXTS_NONE, feedback: AttrValue = None) -> None:
+                 contexts_source: str = sc.CONTEXTS_NONE, feedback: AttrValue = None, fraction: float = -1.0) -> None:
         self.trace_id = trace_id
         self.service = service
         self.pipeline = pipeline
@@ -131,6 +132,7 @@ class LatencyTrace:
         self.prompt_version = prompt_version
         self.contexts_source = contexts_source
         self.feedback = feedback
+        self.fraction = fraction
 
 
 def latency_trace(trace_id: str, spans: list[LatencySpan], *, complete: bool,
@@ -237,6 +239,7 @@ def latency_trace(trace_id: str, spans: list[LatencySpan], *, complete: bool,
         prompt_version=to_str(_first_attr(ordered, depth, _PROMPT_KEYS, present)),
         contexts_source=contexts_source,
         feedback=_feedback(feedback_spans) if feedback_spans else None,
+        fraction=ordered[0].fraction,  # (one trace id: the same for every span)
     )
 
 
