@@ -39,6 +39,11 @@ for the judge). A trace with any fully decoded span, or whose latency-only field
 text (``latency_trace`` returns None), is built in full, its light spans decoded then from the
 protobuf they keep. ``path_counts`` counts both kinds (``light`` / ``full`` traces, ``light_spans``).
 
+``add_spans`` adds a submission's spans in order; a trace that comes whole in it (its spans
+together, the first root last, nothing open or recently closed under its id, no grace, room to
+spare) is closed at once without an open-trace entry, with the same result ``add`` one by one
+would give (tests/ingest/test_assembler_whole.py compares both, case by case).
+
 Every closed trace carries the delivery tokens of the submissions that contributed spans, so
 the agent can release (commit) a delivery once all its traces are accounted for. A delivery
 whose spans were all dropped (late, duplicate) touches no open trace: ``holds_token`` tells.
