@@ -18,7 +18,7 @@ document ids and scores, no text: what a deployment with a low content rate send
 Each phase runs in its own process pinned to one CPU core, with a fresh consumer group, and
 reports its CPU time over the timed part and its peak RSS (``RAGMON_BENCH_PROFILE=<path>`` also
 writes each agent phase's cProfile stats to ``<path>.<traffic>.<phase>``). The ceiling and the fast
-agent run in turn, ``--rounds`` times each (default 3), and the median of each counts; the full path
+agent run in turn, ``--rounds`` times each (default 5), and the median of each counts; the full path
 runs once. A broker is started
 with ``scripts/kafka_broker.py`` unless ``--bootstrap`` is given. ``--write-docs`` replaces the
 "Kafka ingest" section of ``docs/benchmarks.md``::
@@ -378,7 +378,7 @@ def main() -> int:
     parser.add_argument("--traces", type=int, default=20_000, help="messages (one 3-span trace each)")
     parser.add_argument("--bootstrap", default=None, help="existing broker (default: start one)")
     parser.add_argument("--write-docs", action="store_true", help="update docs/benchmarks.md")
-    parser.add_argument("--rounds", type=int, default=3,
+    parser.add_argument("--rounds", type=int, default=5,
                         help="runs of the ceiling and of the agent, in turn; the median of each counts")
     parser.add_argument("--phase", choices=("ceiling", "agent", "agent-full"), help=argparse.SUPPRESS)
     parser.add_argument("--topic", help=argparse.SUPPRESS)
