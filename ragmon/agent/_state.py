@@ -35,27 +35,23 @@ _CANCEL_RETRY_S = 0.1  # stop(): cancel again after this long (a cancellation ca
 _CANCEL_ROUNDS = 50  # ... and give up on a worker that ignores this many (its trace is accounted anyway)
 
 
-class _RecentIds:
-    """Bounded memory of accounted trace ids, to recognise redelivered traces."""
+class _RecentIds(OrderedDict[str, None]):
+    """Bounded memory of accounted trace ids, to recognise redelivered traces (``in`` is the
+    dict's own: asked for every trace)."""
 
     def __init__(self, size: int) -> None:
+        super().__init__()
         self._size = size
-        self._ids: OrderedDict[str, None] = OrderedDict()
-
-    def __contains__(self, trace_id: object) -> bool:
-        return trace_id in self._ids
 
     def add(self, trace_id: str) -> None:
         if self._size <= 0:
             return
-        ids = self._ids
-        if trace_id in ids:
-            ids.move_to_end(trace_id)
+        if trace_id in self:
+            self.move_to_end(trace_id)
             return
-        ids[trace_id] = None
-        while len(ids) > self._size:
-            ids.popitem(last=False)
-
+        self[trace_id] = None
+        while len(self) > self._size:
+            self.popitem(last=False)
 
 
 class AgentState:

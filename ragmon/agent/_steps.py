@@ -49,7 +49,8 @@ class TraceStepsMixin(LatencyOnlyMixin, AdmissionMixin):
             if not self._token_traces.get(token):
                 self._token_traces.pop(token, None)
                 self._release(token)
-        self._export_assembler_drops()
+        if self._assembler.drop_counts:  # (no call when, as usual, nothing was ever dropped)
+            self._export_assembler_drops()
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:

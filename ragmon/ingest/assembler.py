@@ -190,12 +190,20 @@ class TraceAssembler:
         # traces closed read for latency only ("light") or built in full ("full"), and the light
         # spans of the former; traces closed whole as they came (add_spans: "whole_traces"): what
         # the fast path took (tests and benchmarks read it)
-        self.path_counts: collections.Counter[str] = collections.Counter()
+        self._light = self._light_spans = self._full = self._whole = 0  # (see path_counts)
         self._build_failed_logged = False
 
     @property
     def open_count(self) -> int:
         return len(self._open)
+
+    @property
+    def path_counts(self) -> collections.Counter[str]:
+        """Traces closed read for latency only (``light``) or built in full (``full``), the light
+        spans of the former, and the traces ``add_spans`` closed whole (``whole_traces``); zero
+        counts left out. (Kept as ints: one is added per trace.)"""
+        return +collections.Counter({"light": self._light, "light_spans": self._light_spans, "full": self._full,
+                                     "whole_traces": self._whole})
 
     @property
     def buffered_bytes(self) -> int:
@@ -319,7 +327,7 @@ class TraceAssembler:
             seen.add(span.span_id)
             held += span.size
             if not has_pipeline and span.attributes:
-                has_pipeline = _marks_pipeline(span)
+                has_pipeline = _light_marks_pipeline(span)
             # add()'s root test: the first root closes the trace, so it must be the last span
             is_root = span.parent_span_id is None or (span.parent_is_remote and has_pipeline)
             if is_root != (k == end - 1):
@@ -327,7 +335,7 @@ class TraceAssembler:
         if self._max_bytes is not None and self._buffered + held > self._max_bytes:
             return None  # add() would evict on the way
         self._remember_closed(trace_id)
-        self.path_counts["whole_traces"] += 1
+        self._whole += 1
         tokens: frozenset[Hashable] = frozenset() if token is None else frozenset((token,))
         return self._closed_trace(trace_id, list(spans[start:end]), tokens, True, REASON_ROOT, True)
 
@@ -379,11 +387,11 @@ class TraceAssembler:
             except Exception:  # the full extraction decides (and keeps what is certain)
                 log.debug("latency-only view of trace %s failed; extracting in full", trace_id, exc_info=True)
             if latency is not None:
-                self.path_counts["light"] += 1
-                self.path_counts["light_spans"] += len(spans)
+                self._light += 1
+                self._light_spans += len(spans)
                 return ClosedTrace(tokens=tokens, reason=reason, trace_id=trace_id, latency=latency,
                                    build=lambda: self._build(trace_id, _records(spans), complete))
-        self.path_counts["full"] += 1
+        self._full += 1
         trace, truncated = self._build(trace_id, _records(spans), complete)
         return ClosedTrace(trace=trace, tokens=tokens, reason=reason, text_truncated=truncated)
 
@@ -443,6 +451,13 @@ def _records(spans: list[AnySpan]) -> list[SpanRecord]:
 
 
 def _marks_pipeline(span: AnySpan) -> bool:
+    attrs = span.attributes
+    return (attrs.get(sc.RAGMON_STAGE) == sc.STAGE_PIPELINE
+            or attrs.get(sc.TRACELOOP_SPAN_KIND) == sc.TRACELOOP_KIND_WORKFLOW)
+
+
+def _light_marks_pipeline(span: LightSpan) -> bool:
+    """``_marks_pipeline`` of a light span (its attributes a dict: compiled lookups)."""
     attrs = span.attributes
     return (attrs.get(sc.RAGMON_STAGE) == sc.STAGE_PIPELINE
             or attrs.get(sc.TRACELOOP_SPAN_KIND) == sc.TRACELOOP_KIND_WORKFLOW)

@@ -184,9 +184,8 @@ def _bounded_inflate(data: bytes, wbits: int, max_bytes: int, name: str) -> byte
 
 
 def _decode_protobuf(raw: bytes, latency_only: LatencyOnly | None = None) -> SpanBatch:
-    request = ExportTraceServiceRequest()
     try:
-        request.ParseFromString(raw)
+        request = ExportTraceServiceRequest.FromString(raw)
     except (ProtobufDecodeError, RuntimeError, ValueError) as exc:
         raise DecodeError(f"body is not a valid OTLP protobuf message: {exc}") from exc
     if latency_only is not None:

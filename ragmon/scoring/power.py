@@ -92,7 +92,11 @@ class _Traffic:
 
     def add(self, count: float, now: float) -> None:
         index = int(now // self._bucket_s)
-        self._buckets[index] = self._buckets.get(index, 0.0) + count
+        buckets = self._buckets
+        if index in buckets:  # the usual case: the current minute
+            buckets[index] += count
+            return
+        buckets[index] = 0.0 + count
         if len(self._buckets) > self._keep + 1:
             for old in sorted(self._buckets)[: len(self._buckets) - self._keep - 1]:
                 del self._buckets[old]
