@@ -80,7 +80,8 @@ def declared_role_of_dict(attrs: dict[str, AttrValue], retriever_event: bool) ->
         return _STAGE_ROLES[stage]
     kind = to_str(attrs.get(sc.SPAN_KIND))
     if kind is not None:
-        return _OI_KIND_ROLES.get(kind.upper(), "")  # CHAIN, EMBEDDING, TOOL...: no stage role
+        role = _OI_KIND_ROLES.get(kind)  # (the keys are upper case, as instrumentations send them)
+        return role if role is not None else _OI_KIND_ROLES.get(kind.upper(), "")  # CHAIN, TOOL...: no stage role
     op = to_str(attrs.get(sc.GEN_AI_OPERATION_NAME))
     if op in _GEN_AI_OP_ROLES:
         return _GEN_AI_OP_ROLES[op]
