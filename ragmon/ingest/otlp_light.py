@@ -150,6 +150,14 @@ class LatencyOnly:
         """Not inside ``bound`` (``in_sample`` on the trace's fraction)."""
         return self.bound <= 0.0 or (self.bound < 1.0 and fraction >= self.bound)
 
+    def of_trace(self, trace_id: bytes) -> tuple[float, bool]:
+        """A trace's sampling fraction and whether its spans may be read lightly; with no judging
+        rate every trace is light and its id is not even hashed (fraction -1.0, see LightSpan)."""
+        if self.bound <= 0.0:
+            return -1.0, True
+        fraction = trace_fraction(trace_id)
+        return fraction, self.light(fraction)
+
 
 #: prefix -> document index -> field -> value (ids, scores) or, for content, the key holding it
 DocFields = dict[str, dict[int, dict[str, AttrValue]]]
@@ -335,8 +343,6 @@ def convert_request_light(request: ExportTraceServiceRequest, latency_only: Late
     if size is not None:
         count = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
         share = size // max(1, count)
-    # with no judging rate every trace is light: the trace id is not even hashed
-    always = latency_only.bound <= 0.0
     last_trace: bytes | None = None
     trace_hex = ""
     fraction = -1.0  # (not computed: see LightSpan)
@@ -347,14 +353,10 @@ def convert_request_light(request: ExportTraceServiceRequest, latency_only: Late
             scope_name = scope_spans.scope.name
             for span in scope_spans.spans:
                 trace_id = span.trace_id
-                if trace_id != last_trace:  # spans of one trace mostly come together: hash once
+                if trace_id != last_trace:  # spans of one trace mostly come together: decide once
                     last_trace = trace_id
                     trace_hex = trace_id.hex()
-                    if always:
-                        light = True
-                    else:
-                        fraction = trace_fraction(trace_id)
-                        light = latency_only.light(fraction)
+                    fraction, light = latency_only.of_trace(trace_id)
                 if light:
                     try:
                         record = _light_span(span, scope_name, trace_id, trace_hex, fraction, plans,

@@ -25,7 +25,6 @@ from typing import Final
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from .. import semconv as sc
-from ..sampling import trace_fraction
 from ..types import AttrValue, SpanRecord
 from .otlp import (
     _FLAG_PARENT_IS_REMOTE,
@@ -196,7 +195,6 @@ def _scan(raw: bytes, request: ExportTraceServiceRequest, latency_only: LatencyO
     rejected = 0
     plans = latency_only.plans
     share = len(raw) // max(1, len(located))
-    always = latency_only.bound <= 0.0  # with no judging rate every trace is light: no hash
     last_trace: bytes | None = None
     trace_hex = ""
     fraction = -1.0  # (not computed: see LightSpan)
@@ -254,14 +252,10 @@ def _scan(raw: bytes, request: ExportTraceServiceRequest, latency_only: LatencyO
                 pos += 4
             else:
                 raise _Unexpected("group")
-        if trace_id != last_trace:  # spans of one trace mostly come together: hash once
+        if trace_id != last_trace:  # spans of one trace mostly come together: decide once
             last_trace = trace_id
             trace_hex = trace_id.hex()
-            if always:
-                light = True
-            else:
-                fraction = trace_fraction(trace_id)
-                light = latency_only.light(fraction)
+            fraction, light = latency_only.of_trace(trace_id)
         if light and (len(trace_id) == 16 and trace_id != _ZERO_TRACE and len(span_id) == 8
                       and span_id != _ZERO_SPAN and (not parent or len(parent) == 8)):
             try:
