@@ -47,9 +47,9 @@ __all__ = [
     "MAX_ERROR_MESSAGES",
     "DecodedBatch",
     "SpanBatch",
-    "convert_span_or_problem",
     "decode_export_request",
     "decode_traces_payload",
+    "file_full_span",
     "media_type",
 ]
 
@@ -312,18 +312,25 @@ def _convert_request(request: ExportTraceServiceRequest) -> DecodedBatch:
     for resource_spans in request.resource_spans:
         resource = _attributes(resource_spans.resource.attributes)
         for scope_name, span in _iter_spans(resource_spans):
-            record = convert_span_or_problem(span, resource, scope_name)
-            if isinstance(record, SpanRecord):
-                spans.append(record)
-                continue
-            rejected += 1
-            if len(errors) < MAX_ERROR_MESSAGES:
-                errors.append(record)
+            rejected += file_full_span(span, resource, scope_name, spans.append, errors)
     return DecodedBatch(spans=spans, rejected_spans=rejected, errors=errors)
 
 
-def convert_span_or_problem(span: Span, resource: Mapping[str, AttrValue], scope_name: str) -> SpanRecord | str:
-    """The span decoded in full, or why it is rejected: one bad span never fails its batch."""
+def file_full_span(span: Span, resource: Mapping[str, AttrValue], scope_name: str,
+                   append: Callable[[SpanRecord], None], errors: list[str]) -> int:
+    """Decode ``span`` in full and ``append`` it, or keep why it is rejected in ``errors`` (the first
+    ``MAX_ERROR_MESSAGES`` of a batch): one bad span never fails its batch. 1 when rejected, else 0."""
+    record = _span_or_problem(span, resource, scope_name)
+    if isinstance(record, SpanRecord):
+        append(record)
+        return 0
+    if len(errors) < MAX_ERROR_MESSAGES:
+        errors.append(record)
+    return 1
+
+
+def _span_or_problem(span: Span, resource: Mapping[str, AttrValue], scope_name: str) -> SpanRecord | str:
+    """The span decoded in full, or why it is rejected."""
     problem = _validate_ids(span)
     if problem is not None:
         return problem

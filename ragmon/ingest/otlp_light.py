@@ -46,11 +46,10 @@ from .extract._view import declared_role_of_dict
 from .otlp import (
     _FLAG_PARENT_IS_REMOTE,
     _STATUS_NAMES,
-    MAX_ERROR_MESSAGES,
     _any_value,
     _attributes,
     _convert_span,
-    convert_span_or_problem,
+    file_full_span,
 )
 
 __all__ = ["LatencyOnly", "LightBatch", "LightSpan", "convert_request_light", "file_content", "file_value"]
@@ -366,13 +365,7 @@ def convert_request_light(request: ExportTraceServiceRequest, latency_only: Late
                     if record is not None:
                         spans.append(record)
                         continue
-                full = convert_span_or_problem(span, resource, scope_name)
-                if isinstance(full, SpanRecord):
-                    spans.append(full)
-                    continue
-                rejected += 1
-                if len(errors) < MAX_ERROR_MESSAGES:
-                    errors.append(full)
+                rejected += file_full_span(span, resource, scope_name, spans.append, errors)
     return LightBatch(spans=spans, rejected_spans=rejected, errors=errors)
 
 

@@ -28,9 +28,8 @@ from .. import semconv as sc
 from ..types import AttrValue, SpanRecord
 from .otlp import (
     _FLAG_PARENT_IS_REMOTE,
-    MAX_ERROR_MESSAGES,
     _any_value,
-    convert_span_or_problem,
+    file_full_span,
 )
 from .otlp_light import (
     _CONTENT,
@@ -271,13 +270,7 @@ def _scan(raw: bytes, request: ExportTraceServiceRequest, latency_only: LatencyO
                 spans.append(record)
                 continue
         proto = request.resource_spans[i].scope_spans[j].spans[k]
-        full = convert_span_or_problem(proto, resource, scope_name)
-        if isinstance(full, SpanRecord):
-            spans.append(full)
-            continue
-        rejected += 1
-        if len(errors) < MAX_ERROR_MESSAGES:
-            errors.append(full)
+        rejected += file_full_span(proto, resource, scope_name, spans.append, errors)
     return LightBatch(spans=spans, rejected_spans=rejected, errors=errors)
 
 
