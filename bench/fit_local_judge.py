@@ -39,16 +39,16 @@ import numpy as np
 
 from ragmon.calibration import stats
 from ragmon.calibration.report import ranking_report
-from ragmon.scoring import local_model
-from ragmon.scoring.claims import split_claims
-from ragmon.scoring.embedder import TokenStates
-from ragmon.scoring.evidence import ClaimEvidence
-from ragmon.scoring.formulas import context_precision as rank_weighted_precision
 from ragmon.scoring.local import LocalJudge
+from ragmon.scoring.local import model as local_model
+from ragmon.scoring.local.claims import split_claims
+from ragmon.scoring.local.embedder import TokenStates
+from ragmon.scoring.local.evidence import ClaimEvidence
+from ragmon.scoring.metrics.formulas import context_precision as rank_weighted_precision
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "benchdata"
-COEF_FILE = ROOT / "ragmon" / "scoring" / "local_coefficients.py"
+COEF_FILE = ROOT / "ragmon" / "scoring" / "local" / "coefficients.py"
 SEED = 20261130
 L2 = 1.0  # ridge penalty on standardised features
 
@@ -778,7 +778,7 @@ def main(argv: list[str] | None = None) -> int:
 def write_coefficients(
     claim: Logistic, answer: Logistic, context: CtxModel, faith_thr: float, ctx_thr: float
 ) -> None:
-    """Replace the claim-support and context-relevance blocks of ``local_coefficients.py``.
+    """Replace the claim-support and context-relevance blocks of ``ragmon/scoring/local/coefficients.py``.
 
     The answer-level faithfulness and answer-relevancy models are fitted across all dev sets by
     ``bench/judge_fidelity.py --fit --write-coefficients``; this RAGTruth-QA-only fit no longer

@@ -50,8 +50,8 @@ from fit_local_judge import Logistic, fold_of, persist_embeddings  # noqa: E402
 
 from ragmon import semconv as sc  # noqa: E402
 from ragmon.calibration import stats  # noqa: E402
-from ragmon.scoring import local_model  # noqa: E402
 from ragmon.scoring.local import LocalJudge  # noqa: E402
+from ragmon.scoring.local import model as local_model  # noqa: E402
 from ragmon.scoring.local._online import online_values  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "benchdata"
@@ -416,7 +416,7 @@ def domain_transfer(cases: Sequence[Case], feats: Sequence[dict[str, Any]], rows
     return out
 
 
-COEF_FILE = ROOT / "ragmon" / "scoring" / "local_coefficients.py"
+COEF_FILE = ROOT / "ragmon" / "scoring" / "local" / "coefficients.py"
 
 
 def write_coefficients(chosen: dict[str, Any]) -> None:

@@ -42,8 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 from ragmon.errors import JudgeError  # noqa: E402
 from ragmon.quality import ONLINE_NAMES  # noqa: E402
-from ragmon.scoring import prompts  # noqa: E402
-from ragmon.scoring.llm import LlmJudge  # noqa: E402
+from ragmon.scoring.llm import LlmJudge, prompts  # noqa: E402
 from ragmon.types import Document, RagTrace  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "benchdata" / "ragtruth_qa_dev.jsonl"

@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         f"about {capacity:.1f}/s on two otherwise idle cores (2 × 1000 / CPU ms, not measured). "
         "Embedding is the dominant stage: the model reads every "
         "embedded sentence once, in batches cut by token length (`embedder.length_buckets`: padding against "
-        "runs), with its matrix products on int8 kernels (`scoring/onnx_int8.py`: the bundled int8 weights, "
+        "runs), with its matrix products on int8 kernels (`scoring/local/onnx_int8.py`: the bundled int8 weights, "
         "activations quantized with fixed calibrated ranges); the CPU cost follows the tokens embedded. The "
         "sentence cache (on by default: 8192 sentences or 64 MiB with their token states) is what makes "
         "repeated documents cheap.",

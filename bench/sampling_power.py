@@ -8,7 +8,7 @@ Welch z from the counts, sums and sums of squares (exactly what ``deploy/prometh
 computes), with the rules' count guards and their ``for: 10m``. Strategies:
 
 * ``fixed 1%``          every pipeline judged at 1 % (a common default);
-* ``power-based``       ``ragmon.scoring.power.PowerSampler`` (``--detect-drop 0.05 --within 1h
+* ``power-based``       ``ragmon.sampling.power.PowerSampler`` (``--detect-drop 0.05 --within 1h
                         --power 0.8 --alpha 0.05``), the agent's own code on a simulated clock;
 * ``fixed, equal power`` the one fixed rate that gives *every* pipeline the power-based target
                         (what a fixed rate must cost to watch the quietest pipeline as well).
@@ -40,7 +40,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ragmon.scoring.power import PowerSampler, PowerTarget, required_n
+from ragmon.sampling.power import PowerSampler, PowerTarget, required_n
 
 WEEK_MIN = 7 * 24 * 60
 WINDOW_MIN = 60

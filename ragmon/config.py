@@ -185,7 +185,7 @@ class AgentConfig:
     priority_slow_retrieval_s: float | None = None
     priority_min_top_score: float | None = None
     dedup_size: int = 100_000
-    # power-based sampling (ragmon/scoring/power.py): off while detect_drop is None
+    # power-based sampling (ragmon/sampling/power.py): off while detect_drop is None
     detect_drop: float | None = None
     detect_within_s: float = 3600.0
     detect_power: float = 0.8
@@ -215,7 +215,7 @@ class AgentConfig:
     judge_embedding_model: str | None = None  # None: the agent's own MiniLM embedder
     judge_model_path: str | None = None
     judge_model_sha256: str | None = None
-    judge_int8: bool = True  # local judge: integer matrix products (scoring/onnx_int8.py); off = float32
+    judge_int8: bool = True  # local judge: integer matrix products (scoring/local/onnx_int8.py); off = float32
     judge_profile: str | None = None  # local judge: weights/thresholds fitted by `ragmon calibrate --fit`
     # diagnosis / error analysis: one diagnosis_<metric>_threshold per online metric of the
     # quality table (ragmon/quality.py); the settings are generated from it, a test checks both agree

@@ -72,8 +72,8 @@ def inspect_file(data: bytes, *, judge: str = "none", trace_id: str | None = Non
 
 async def _judged(traces: list[RagTrace], max_chars: int) -> list[dict[str, Any]]:
     from .config import load_agent_config
-    from .scoring.diagnosis import diagnose
     from .scoring.factory import build_judge
+    from .scoring.metrics.diagnosis import diagnose
 
     config = load_agent_config({"judge": "local"}, environ={})
     judge = await asyncio.to_thread(build_judge, config, None)

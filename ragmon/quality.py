@@ -11,7 +11,7 @@ This module imports only the standard library and ``semconv`` so that the ops ge
 (``deploy/prometheus/generate_rules.py``, ``grafana/generate_dashboard.py``) can load it from a
 bare checkout without installing ragmon.
 
-Diagnosis roles (see ``scoring/diagnosis.py``):
+Diagnosis roles (see ``scoring/metrics/diagnosis.py``):
 
 * ``retrieval`` — a low value blames retrieval (the contexts are wrong or incomplete);
 * ``grounding`` — a low value blames generation even when retrieval is bad too (the answer

@@ -4,7 +4,7 @@ benchmarks (``bench/eval_scifact.py``, ``bench/eval_hotpotqa.py``, ``bench/eval_
 * :mod:`.bm25` — BM25 (``bm25s``: k1 0.9, b 0.4, title + text, Lucene's English stopwords,
   Porter stemming via PyStemmer), the configuration of the Pyserini "flat" BEIR baseline.
 * :mod:`.dense` — exact cosine search over all-MiniLM-L6-v2 (int8 ONNX) sentence vectors from
-  ragmon's own offline embedder (:mod:`ragmon.scoring.embedder`).
+  ragmon's own offline embedder (:mod:`ragmon.scoring.local.embedder`).
 * :mod:`.datasets` — BEIR SciFact and HotpotQA (distractor dev) to ragmon's golden-set JSONL,
   written under ``.cache/bench/`` (git-ignored; generated data is never committed).
 * ``*_app`` modules — SDK-decorated entry points for ``ragmon eval --app``; each builds its index

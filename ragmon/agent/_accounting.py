@@ -8,7 +8,7 @@ from collections.abc import Hashable
 
 from .. import semconv as sc
 from ..ingest.assembler import AnySpan, ClosedTrace
-from ..scoring.sampler import is_negative_feedback
+from ..sampling.sampler import is_negative_feedback
 from ..types import RagTrace
 from ._state import AgentState
 

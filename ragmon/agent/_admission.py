@@ -8,8 +8,8 @@ from typing import cast
 
 from ..ingest.assembler import AnySpan
 from ..sampling import in_sample
-from ..scoring.budget import budget_traces_per_s
-from ..scoring.power import PipelinePlan
+from ..sampling.power import PipelinePlan
+from ..scoring.llm.budget import budget_traces_per_s
 from ._state import AgentState
 
 

@@ -21,9 +21,9 @@ from ..ingest.assembler import ClosedTrace, TraceAssembler
 from ..ingest.extract import ExtractSettings
 from ..ingest.source import SpanSource
 from ..ingest.tally import Tally
+from ..sampling.power import JudgeCost, PowerSampler, PowerTarget
+from ..sampling.sampler import SamplingPolicy
 from ..scoring.judge import Judge
-from ..scoring.power import JudgeCost, PowerSampler, PowerTarget
-from ..scoring.sampler import SamplingPolicy
 from ._lifecycle import LifecycleMixin
 from ._state import ScoreListener, _RecentIds, log
 

@@ -22,7 +22,7 @@ from ..ingest.assembler import ClosedTrace
 from ..ingest.extract import ExtractSettings, LatencyTrace, latency_keys
 from ..ingest.otlp_light import LatencyOnly
 from ..sampling import in_sample
-from ..scoring.sampler import is_negative_feedback
+from ..sampling.sampler import is_negative_feedback
 from ..types import RagTrace
 from ._accounting import AccountingMixin
 

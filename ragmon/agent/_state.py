@@ -22,9 +22,9 @@ from ..export.worst import WorstTraces
 from ..ingest.assembler import ClosedTrace, TraceAssembler
 from ..ingest.source import SpanSource
 from ..ingest.tally import Tally
+from ..sampling.power import JudgeCost, PowerSampler
+from ..sampling.sampler import SamplingPolicy
 from ..scoring.judge import Judge
-from ..scoring.power import JudgeCost, PowerSampler
-from ..scoring.sampler import SamplingPolicy
 from ..types import RagTrace, Scores
 
 log = logging.getLogger("ragmon.agent")

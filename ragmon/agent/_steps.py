@@ -11,8 +11,8 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from .. import semconv as sc
 from ..errors import JudgeBudgetExceeded, JudgeError
 from ..ingest.assembler import AnySpan, ClosedTrace, notable_spans
-from ..scoring.diagnosis import diagnose
-from ..scoring.sampler import SampleDecision, judgeable_skip_reason
+from ..sampling.sampler import SampleDecision, judgeable_skip_reason
+from ..scoring.metrics.diagnosis import diagnose
 from ..types import RagTrace, Scores
 from ._admission import AdmissionMixin
 from ._latency import LatencyOnlyMixin

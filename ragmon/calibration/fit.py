@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from ..scoring import local_coefficients as coef
-from ..scoring import local_model
 from ..scoring.local import LocalJudge
+from ..scoring.local import coefficients as coef
+from ..scoring.local import model as local_model
 from ..scoring.local._online import online_values
 from ..scoring.local._profile import JudgeProfile
 from . import stats

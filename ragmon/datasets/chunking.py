@@ -162,7 +162,7 @@ _tokenizer_lock = threading.Lock()
 def _tokenizer() -> Any:
     from tokenizers import Tokenizer
 
-    text = resources.files("ragmon.scoring").joinpath("assets/minilm-tokenizer.json").read_text(encoding="utf-8")
+    text = resources.files("ragmon.scoring.local").joinpath("assets/minilm-tokenizer.json").read_text(encoding="utf-8")
     tokenizer = Tokenizer.from_str(text)
     tokenizer.no_truncation()
     tokenizer.no_padding()

@@ -1,7 +1,7 @@
 """Prompts of ``ragmon dataset synth``: each has a version recorded in every row it makes.
 
 The chunk texts are untrusted data and travel fenced, as in the judge's prompts
-(:func:`ragmon.scoring.prompts.fence`). Every reply is one JSON object; ``null`` fields mean the
+(:func:`ragmon.scoring.llm.prompts.fence`). Every reply is one JSON object; ``null`` fields mean the
 model declined (a chunk without a usable fact), which is counted, not retried.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from ..scoring import prompts as p
+from ..scoring.llm import prompts as p
 
 __all__ = [
     "ADVERSARIAL_VERSION",

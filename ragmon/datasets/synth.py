@@ -389,7 +389,7 @@ class Synthesizer:
     # --- embeddings ----------------------------------------------------------------------------------
     async def _embed(self, texts: Sequence[str]) -> np.ndarray:
         if self._embed_fn is None:
-            from ..scoring.embedder import shared_embedder
+            from ..scoring.local.embedder import shared_embedder
 
             embedder = shared_embedder()
             self._embed_fn = embedder.embed

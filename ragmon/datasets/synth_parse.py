@@ -1,7 +1,7 @@
 """Parsing and checking the LLM's replies for ``ragmon dataset synth`` (split out of :mod:`.synth`).
 
 Each ``parse_*`` turns one JSON reply into a value, ``None`` when the model declined (null fields),
-or raises :class:`~ragmon.scoring.verdicts.VerdictError` so the chat client makes its one repair
+or raises :class:`~ragmon.scoring.llm.verdicts.VerdictError` so the chat client makes its one repair
 attempt. ``SOURCE_REFERENCE_PATTERN`` catches questions that name "the passage"/"the text".
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..scoring import claims
-from ..scoring.verdicts import VerdictError
+from ..scoring.llm.verdicts import VerdictError
+from ..scoring.text import content_tokens
 
 __all__ = [
     "SOURCE_REFERENCE_PATTERN", "content_words", "parse_adversarial", "parse_answered", "parse_fact",
@@ -25,7 +25,7 @@ SOURCE_REFERENCE_PATTERN = re.compile(
 
 
 def content_words(text: str) -> set[str]:
-    return {w for w in claims.content_tokens(text) if len(w) > 2}
+    return {w for w in content_tokens(text) if len(w) > 2}
 
 
 def question_key(question: str) -> str:

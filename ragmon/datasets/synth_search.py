@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import numpy as np
 
-from ..scoring import claims
+from ..scoring.local import claims
 from .chunking import Chunk
 from .synth_parse import content_words
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import semconv as sc
-from ..scoring.diagnosis import DiagnosisThresholds
-from ..scoring.diagnosis import thresholds as diagnosis_thresholds
+from ..scoring.metrics.diagnosis import DiagnosisThresholds
+from ..scoring.metrics.diagnosis import thresholds as diagnosis_thresholds
 from ..types import RagTrace, Scores
 from .app import DemoAnswer
 from .failures import FailureKind

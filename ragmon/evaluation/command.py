@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, EvalInputError, GateRuleError, ModelError, PushgatewayError
-from ..scoring.citations import DEFAULT_CITATION_PATTERN
 from ..scoring.judge import Judge
+from ..scoring.metrics.citations import DEFAULT_CITATION_PATTERN
 from . import ir
 from .app_runner import DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT_S
 from .history import save_to_history

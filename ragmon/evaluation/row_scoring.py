@@ -16,9 +16,9 @@ from typing import Any
 
 from .. import semconv as sc
 from ..errors import JudgeError
-from ..scoring.citations import DEFAULT_CITATION_PATTERN
-from ..scoring.diagnosis import diagnose
 from ..scoring.judge import EvalJudge, EvalRequest, Judge
+from ..scoring.metrics.citations import DEFAULT_CITATION_PATTERN
+from ..scoring.metrics.diagnosis import diagnose
 from ..types import Scores
 from . import gate, ir
 from .types import PROBLEM_JUDGE_FAILED, GoldenRow, Observation, RowProblem, RowResult

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import semconv as sc
-from ..scoring.citations import DEFAULT_CITATION_PATTERN
 from ..scoring.judge import Judge
+from ..scoring.metrics.citations import DEFAULT_CITATION_PATTERN
 from . import gate as gates
 from . import ir
 from .app_runner import DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT_S, run_app

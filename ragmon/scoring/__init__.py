@@ -1,1 +1,13 @@
-"""Judges, sampling and scoring formulas. httpx never leaves this package."""
+"""Judges and what they compute. httpx never leaves ``llm/``.
+
+- ``judge``     the ``Judge`` / ``EvalJudge`` Protocols, ``JudgeMetrics``, ``EvalRequest``
+- ``factory``   the one place a judge is built from settings
+- ``text``      sentences, words, stems and stop words, read the same way by every judge and metric
+- ``local/``    the offline local judge: MiniLM embedder (int8 kernels), claims, evidence, model
+                and its fitted coefficients, profiles
+- ``llm/``      the LLM judge: HTTP transport, prompts, verdict parsing, compact and parity modes,
+                resilience (backoff, circuit breaker, rate limits), token budget, cache
+- ``metrics/``  metric formulas, citations, abstention and diagnosis
+
+Sampling (which traces get judged) is ``ragmon.sampling``.
+"""

@@ -6,7 +6,7 @@ from ragmon import semconv as sc
 from ragmon.export.latency import SlidingQuantile
 from ragmon.export.metrics import LabelLimiter
 from ragmon.export.worst import WorstTraces
-from ragmon.scoring.diagnosis import diagnose, thresholds
+from ragmon.scoring.metrics.diagnosis import diagnose, thresholds
 from ragmon.types import Scores
 
 T = thresholds()

@@ -1,4 +1,4 @@
-"""Power-based sampling (ragmon/scoring/power.py), the two sampling streams and the budget helper:
+"""Power-based sampling (ragmon/sampling/power.py), the two sampling streams and the budget helper:
 pure logic with an injected clock."""
 
 from __future__ import annotations
@@ -12,14 +12,9 @@ from ragmon import semconv as sc
 from ragmon.cli import build_parser, config_from_args
 from ragmon.config import parse_duration_s
 from ragmon.sampling import in_sample
-from ragmon.scoring.budget import budget_traces_per_s
-from ragmon.scoring.power import (
-    PowerSampler,
-    PowerTarget,
-    detectable_drop,
-    required_n,
-)
-from ragmon.scoring.sampler import SamplingPolicy
+from ragmon.sampling.power import PowerSampler, PowerTarget, detectable_drop, required_n
+from ragmon.sampling.sampler import SamplingPolicy
+from ragmon.scoring.llm.budget import budget_traces_per_s
 from ragmon.types import Document, RagTrace
 
 

@@ -11,7 +11,7 @@ import pytest
 from ragmon import quality
 from ragmon import semconv as sc
 from ragmon.config import AGENT_SETTINGS, load_agent_config
-from ragmon.scoring.diagnosis import diagnose, thresholds
+from ragmon.scoring.metrics.diagnosis import diagnose, thresholds
 from ragmon.types import Scores
 
 REPO = Path(__file__).resolve().parents[2]

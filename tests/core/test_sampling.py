@@ -2,7 +2,7 @@ import random
 
 from ragmon import semconv as sc
 from ragmon.sampling import in_sample, trace_fraction
-from ragmon.scoring.sampler import SamplingPolicy, judgeable_skip_reason
+from ragmon.sampling.sampler import SamplingPolicy, judgeable_skip_reason
 from ragmon.types import Document, RagTrace
 
 

@@ -12,7 +12,7 @@ from ragmon.demo.failures import Contradiction, FailureKind
 from ragmon.demo.summary import SECTION_TITLES, AgentCounts, DemoView, progress_line, render
 from ragmon.demo.tracker import DemoTracker
 from ragmon.export.metrics import AgentMetrics
-from ragmon.scoring.diagnosis import thresholds as diagnosis_thresholds
+from ragmon.scoring.metrics.diagnosis import thresholds as diagnosis_thresholds
 from ragmon.types import RagTrace, Scores
 
 SERVICE = "ragmon-demo"

@@ -661,7 +661,7 @@ def test_non_ascii_digit_indexes_are_ignored_not_fatal(index: str) -> None:
     """``"²".isdigit()`` is True but ``int("²")`` raises: one such key crashed the extraction and the
     assembler's fallback trace (no text) was skipped as no_content."""
     from ragmon.ingest.assembler import TraceAssembler
-    from ragmon.scoring.sampler import judgeable_skip_reason
+    from ragmon.sampling.sampler import judgeable_skip_reason
 
     b = TraceBuilder()
     with b.span("rag", 0, 900, **{sc.INPUT_VALUE: QUESTION, sc.OUTPUT_VALUE: ANSWER}) as root:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ragmon.scoring import formulas
-from ragmon.scoring.abstention import check, is_abstention, refusal_phrase
+from ragmon.scoring.metrics import formulas
+from ragmon.scoring.metrics.abstention import check, is_abstention, refusal_phrase
 
 
 @pytest.mark.parametrize(

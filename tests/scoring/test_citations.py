@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ragmon.scoring import formulas
-from ragmon.scoring.citations import (
+from ragmon.scoring.metrics import formulas
+from ragmon.scoring.metrics.citations import (
     DEFAULT_CITATION_PATTERN,
     combine,
     compile_pattern,

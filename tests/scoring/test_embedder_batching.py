@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragmon.scoring.embedder import Embedder, length_buckets, shared_embedder
+from ragmon.scoring.local.embedder import Embedder, length_buckets, shared_embedder
 
 TEXTS = [
     "Paris.",

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from ragmon.scoring import formulas
+from ragmon.scoring.metrics import formulas
 
 
 def test_faithfulness_is_supported_over_claims():

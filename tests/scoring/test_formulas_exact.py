@@ -12,8 +12,8 @@ from itertools import product
 import pytest
 
 from ragmon import semconv as sc
-from ragmon.scoring import formulas
-from ragmon.scoring.diagnosis import diagnose
+from ragmon.scoring.metrics import formulas
+from ragmon.scoring.metrics.diagnosis import diagnose
 from ragmon.types import Scores
 
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from ragmon import semconv as sc
-from ragmon.scoring import prompts as p
 from ragmon.scoring.judge import EvalJudge, EvalRequest
+from ragmon.scoring.llm import prompts as p
 from ragmon.types import Document, RagTrace
 from tests.fakes.openai_server import Reply, fenced_payload, hashed_embedding
 

@@ -12,10 +12,10 @@ import pytest
 from ragmon import semconv as sc
 from ragmon.config import load_agent_config
 from ragmon.errors import JudgeBudgetExceeded, JudgeHTTPError
-from ragmon.scoring import prompts as p
 from ragmon.scoring.factory import build_judge
 from ragmon.scoring.judge import Judge
 from ragmon.scoring.llm import LlmJudge
+from ragmon.scoring.llm import prompts as p
 from ragmon.types import Document, RagTrace, Scores
 from tests.fakes.clock import ManualClock
 from tests.fakes.openai_server import Reply, fenced_payload
@@ -91,7 +91,7 @@ async def test_compact_mode_is_one_chat_call_with_the_ragas_formulas(server, mak
 
 
 async def test_answer_relevancy_uses_the_agents_minilm_embedder(server, make_judge):
-    judge = make_judge(embedding_model=None)  # default: ragmon.scoring.embedder.shared_embedder()
+    judge = make_judge(embedding_model=None)  # default: ragmon.scoring.local.embedder.shared_embedder()
     server.enqueue(Reply.json({**COMPACT_REPLY, "questions": ["Which city is the capital of France?"]}))
     on_topic = await judge.score(trace())
     server.enqueue(Reply.json({**COMPACT_REPLY, "questions": ["How do I bake sourdough bread at home?"]}))

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from ragmon.scoring import local_coefficients as coef
-from ragmon.scoring import local_model
-from ragmon.scoring.claims import facts
-from ragmon.scoring.local_model import ContextEvidence, context_features, context_relevance, question_type
+from ragmon.scoring.local import coefficients as coef
+from ragmon.scoring.local import model as local_model
+from ragmon.scoring.local.claims import facts
+from ragmon.scoring.local.model import ContextEvidence, context_features, context_relevance, question_type
 
 
 def _ctx(text: str, cos: float = 0.5, maxsim: float = 0.5) -> ContextEvidence:

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from ragmon.quality import ONLINE_NAMES
-from ragmon.scoring.embedder import EMBEDDING_DIM, NO_TOKENS, Embedder, TokenStates, shared_embedder
-from ragmon.scoring.evidence import maxsim_per_sentence, soft_novel_counts, wh_match_per_sentence
 from ragmon.scoring.local import LocalJudge
 from ragmon.scoring.local._encoder import VectorCache as _VectorCache
+from ragmon.scoring.local.embedder import EMBEDDING_DIM, NO_TOKENS, Embedder, TokenStates, shared_embedder
+from ragmon.scoring.local.evidence import maxsim_per_sentence, soft_novel_counts, wh_match_per_sentence
 
 CONTEXT = [
     "The museum is open from 9 am to 6 pm every day except Monday.",

@@ -1,4 +1,4 @@
-"""The int8 path of the bundled MiniLM (``scoring/onnx_int8.py``): what the graph rewrite
+"""The int8 path of the bundled MiniLM (``scoring/local/onnx_int8.py``): what the graph rewrite
 changes, and that its vectors stay close to the float32 path's."""
 
 from __future__ import annotations
@@ -6,9 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragmon.scoring import onnx_int8
-from ragmon.scoring.embedder import Embedder, bundled_model_path, shared_embedder
-from ragmon.scoring.local import LocalJudge
+from ragmon.scoring.local import LocalJudge, onnx_int8
+from ragmon.scoring.local.embedder import Embedder, bundled_model_path, shared_embedder
 
 SENTENCES = [
     "The museum is open from 9 am to 6 pm every day except Monday.",

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from ragmon import semconv as sc
-from ragmon.scoring import formulas
 from ragmon.scoring.judge import EvalJudge, EvalRequest
 from ragmon.scoring.local import LocalJudge
+from ragmon.scoring.metrics import formulas
 from ragmon.types import Document, RagTrace
 
 RECALL = sc.METRIC_CONTEXT_RECALL

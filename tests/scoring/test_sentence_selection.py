@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ragmon.scoring.claims import facts
 from ragmon.scoring.local._analysis import sentences_to_embed
+from ragmon.scoring.local.claims import facts
 
 QUESTION = "When does the museum open?"
 CLAIMS = ["The museum opens at 9 am."]

@@ -10,8 +10,8 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
-from .. import formulas
-from .. import prompts as p
+from ..metrics import formulas
+from . import prompts as p
 from ._chat import ChatClient, Usage
 
 T = TypeVar("T")
@@ -33,7 +33,7 @@ class Embeddings:
         if self._model:
             return await self._chat.embed(self._model, texts, usage)
         if self._embedder is None:
-            from ..embedder import shared_embedder
+            from ..local.embedder import shared_embedder
 
             self._embedder = await asyncio.to_thread(shared_embedder)
         embedder = self._embedder

@@ -19,11 +19,11 @@ import numpy as np
 
 from ... import semconv as sc
 from ...errors import JudgeReplyError
-from .. import prompts as p
 from ..judge import JudgeMetrics
-from ..verdicts import VerdictError, extract_json
+from . import prompts as p
 from ._http import FormatRejected, JudgeHttp
 from ._settings import NAME, LlmJudgeSettings
+from .verdicts import VerdictError, extract_json
 
 log = logging.getLogger(__name__)
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from ... import semconv as sc
 from ...types import Scores
-from .. import formulas
-from .. import prompts as p
-from ..verdicts import CompactVerdict, compact_schema, parse_compact
+from ..metrics import formulas
+from . import prompts as p
 from ._calls import TraceCalls
 from ._settings import NAME
+from .verdicts import CompactVerdict, compact_schema, parse_compact
 
 
 async def score_compact(calls: TraceCalls, inp: p.JudgeInput) -> Scores:

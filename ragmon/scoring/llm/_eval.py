@@ -16,10 +16,14 @@ from typing import Any
 
 from ... import semconv as sc
 from ...types import Scores
-from .. import abstention, citations, formulas
-from .. import prompts as p
 from ..judge import EvalRequest
-from ..verdicts import (
+from ..metrics import abstention, citations, formulas
+from . import prompts as p
+from ._calls import TraceCalls
+from ._compact import compact_scores
+from ._parity import first_judge_error, parity
+from ._settings import NAME
+from .verdicts import (
     CORRECTNESS_SCHEMA,
     NLI_SCHEMA,
     STATEMENTS_SCHEMA,
@@ -29,10 +33,6 @@ from ..verdicts import (
     parse_nli,
     parse_statements,
 )
-from ._calls import TraceCalls
-from ._compact import compact_scores
-from ._parity import first_judge_error, parity
-from ._settings import NAME
 
 _NO_REFERENCE_CLAIMS = "the reference answer has no claims"
 

@@ -21,8 +21,8 @@ import httpx
 from ... import semconv as sc
 from ...errors import JudgeCircuitOpenError, JudgeError, JudgeHTTPError, JudgeRateLimitedError, JudgeTimeoutError
 from ..judge import JudgeMetrics
-from ..resilience import Backoff, CircuitBreaker, RateLimiter, parse_retry_after
 from ._settings import NAME, LlmJudgeSettings
+from .resilience import Backoff, CircuitBreaker, RateLimiter, parse_retry_after
 
 log = logging.getLogger(__name__)
 

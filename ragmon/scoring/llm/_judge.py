@@ -15,11 +15,9 @@ import httpx
 
 from ...errors import JudgeError
 from ...types import RagTrace, Scores
-from .. import abstention, citations
-from .. import prompts as p
-from ..budget import Reservation, TokenBudget
-from ..cache import TtlCache, content_key
 from ..judge import EvalRequest, JudgeMetrics
+from ..metrics import abstention, citations
+from . import prompts as p
 from ._calls import Embeddings, SupportsEmbed, TraceCalls
 from ._chat import ChatClient, Usage
 from ._compact import score_compact
@@ -27,6 +25,8 @@ from ._eval import EvalTask, score_eval
 from ._http import JudgeHttp
 from ._parity import score_parity
 from ._settings import NAME, LlmJudgeSettings
+from .budget import Reservation, TokenBudget
+from .cache import TtlCache, content_key
 
 log = logging.getLogger(__name__)
 

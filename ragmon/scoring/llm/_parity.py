@@ -10,9 +10,11 @@ from typing import Any
 from ... import semconv as sc
 from ...errors import JudgeError
 from ...types import Scores
-from .. import formulas
-from .. import prompts as p
-from ..verdicts import (
+from ..metrics import formulas
+from . import prompts as p
+from ._calls import TraceCalls
+from ._settings import NAME
+from .verdicts import (
     CONTEXT_VERDICT_SCHEMA,
     NLI_SCHEMA,
     QUESTION_SCHEMA,
@@ -22,8 +24,6 @@ from ..verdicts import (
     parse_question,
     parse_statements,
 )
-from ._calls import TraceCalls
-from ._settings import NAME
 
 
 async def score_parity(calls: TraceCalls, inp: p.JudgeInput) -> Scores:

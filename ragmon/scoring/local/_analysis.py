@@ -11,22 +11,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import local_model
-from ..claims import (
-    TextFacts,
-    content_tokens,
-    cut_long,
-    facts,
-    rarity,
-    split_claims,
-    split_sentences,
-    stem,
-    structured_sentences,
-    words,
-)
-from ..embedder import EMBEDDING_DIM, TokenStates
-from ..evidence import ClaimEvidence, check_claims, maxsim_per_sentence, soft_novel_counts, wh_match_per_sentence
+from ..text import content_tokens, split_sentences, stem, words
+from . import model as local_model
 from ._encoder import ZERO, SentenceEncoder
+from .claims import TextFacts, cut_long, facts, rarity, split_claims, structured_sentences
+from .embedder import EMBEDDING_DIM, TokenStates
+from .evidence import ClaimEvidence, check_claims, maxsim_per_sentence, soft_novel_counts, wh_match_per_sentence
 
 MAX_CONTEXT_SENTENCE_WORDS = 60
 MAX_CONTEXTS = 50  # bound the work per trace; later contexts are ignored (and said so in details)

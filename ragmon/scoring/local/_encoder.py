@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..embedder import EMBEDDING_DIM, NO_TOKENS, Embedder, TokenStates
+from .embedder import EMBEDDING_DIM, NO_TOKENS, Embedder, TokenStates
 
 Cached = tuple[np.ndarray, TokenStates]
 _ZERO_VEC = np.zeros(EMBEDDING_DIM, dtype=np.float32)

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from ...types import RagTrace, Scores
-from .. import citations, local_model
 from ..judge import CIRCUIT_CLOSED, EvalRequest
+from ..metrics import citations
+from . import model as local_model
 from ._analysis import Analyser, Analysis
 from ._encoder import SentenceEncoder, VectorCache, embedder_for
 from ._offline import abstention_values, citation_values, reference_values

@@ -2,7 +2,7 @@
 faithfulness run on other pairs — reference claims against the contexts (context recall),
 answer claims against the reference and reference claims against the answer (the TP/FP/FN of
 answer correctness, blended with the MiniLM cosine of answer and reference), each cited claim
-against the context it cites (citation metrics). Abstention is recognised by ``abstention``."""
+against the context it cites (citation metrics). Abstention is recognised by ``metrics.abstention``."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from typing import Any
 import numpy as np
 
 from ... import semconv as sc
-from .. import abstention, citations, formulas
-from ..claims import split_claims
-from ..embedder import EMBEDDING_DIM
+from ..metrics import abstention, citations, formulas
 from ._analysis import MAX_CLAIMS, MAX_CONTEXTS, Analyser
 from ._online import short
+from .claims import split_claims
+from .embedder import EMBEDDING_DIM
 
 
 def abstention_values(answer: str | None, expect_abstention: bool, details: dict[str, Any]) -> dict[str, float | None]:

@@ -1,5 +1,5 @@
 """The three online metrics from an ``Analysis``: faithfulness, answer relevancy and context
-precision through the fitted coefficients of ``local_model``, with the details and the one-line
+precision through the fitted coefficients of ``model``, with the details and the one-line
 reason that error analysis (/worst) shows."""
 
 from __future__ import annotations
@@ -9,13 +9,14 @@ from typing import Any
 import numpy as np
 
 from ... import semconv as sc
-from .. import abstention, local_model
-from .. import local_coefficients as coef
-from ..claims import content_tokens
-from ..evidence import ClaimEvidence
-from ..formulas import context_precision as rank_weighted_precision
+from ..metrics import abstention
+from ..metrics.formulas import context_precision as rank_weighted_precision
+from ..text import content_tokens
+from . import coefficients as coef
+from . import model as local_model
 from ._analysis import Analysis
 from ._profile import DEFAULT_PROFILE, JudgeProfile
+from .evidence import ClaimEvidence
 
 _REASON_CHARS = 160
 

@@ -1,6 +1,6 @@
 """Judge profiles: the local judge's combination weights and thresholds, fitted to one domain.
 
-The shipped coefficients (``local_coefficients``) are the default profile. ``ragmon calibrate
+The shipped coefficients (``coefficients``) are the default profile. ``ragmon calibrate
 FILE --fit PROFILE.json`` fits the faithfulness and answer-relevancy combinations (and the
 context-relevance threshold) to a user's labelled rows and writes them as JSON; ``ragmon agent
 --judge-profile``, ``ragmon eval --judge-profile`` and ``ragmon calibrate --judge-profile`` load
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigError
-from .. import local_model
+from . import model as local_model
 
 # Bump whenever a feature's definition, the claim model or the evidence checks change: a
 # profile's weights are only valid for the features they were fitted on.

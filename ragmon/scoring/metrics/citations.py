@@ -26,10 +26,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .. import semconv as sc
-from ..types import Document
+from ... import semconv as sc
+from ...types import Document
+from ..text import content_tokens, split_sentences
 from . import formulas
-from .claims import content_tokens, split_sentences
 
 DEFAULT_CITATION_PATTERN = r"\[([^\[\]]{1,64})\](?!\()"
 _KEY_SPLIT = re.compile(r"\s*[,;]\s*")

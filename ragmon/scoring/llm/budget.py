@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..errors import JudgeBudgetExceeded
+from ...errors import JudgeBudgetExceeded
 
 WINDOW_MINUTE = "minute"
 WINDOW_DAY = "day"
@@ -108,7 +108,7 @@ class TokenBudget:
 
 def budget_traces_per_s(per_minute: int, per_day: int, tokens_per_trace: float) -> float | None:
     """Judged traces per second a token budget sustains at ``tokens_per_trace`` (None: no budget or
-    no estimate yet). Power-based sampling plans within this (ragmon/scoring/power.py)."""
+    no estimate yet). Power-based sampling plans within this (ragmon/sampling/power.py)."""
     if tokens_per_trace <= 0:
         return None
     limits = [limit / seconds for limit, seconds in ((per_minute, 60.0), (per_day, 86_400.0)) if limit > 0]

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .claims import TextFacts, content_pieces, question_word_pieces, rarity, stem, strict_numbers, words
+from ..text import stem, words
+from .claims import TextFacts, content_pieces, question_word_pieces, rarity, strict_numbers
 from .embedder import TokenStates
 
 TOP_K_EVIDENCE = 3

@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..errors import ModelError
+from ...errors import ModelError
 
 BUNDLED_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 MAX_TOKENS = 128  # the length all-MiniLM-L6-v2 was trained with
@@ -123,7 +123,7 @@ class Embedder:
             )
         except Exception as exc:
             raise ModelError(f"cannot load ONNX model {path}: {exc}") from exc
-        tokenizer_json = resources.files("ragmon.scoring").joinpath("assets/minilm-tokenizer.json")
+        tokenizer_json = resources.files("ragmon.scoring.local").joinpath("assets/minilm-tokenizer.json")
         self._tokenizer = Tokenizer.from_str(tokenizer_json.read_text(encoding="utf-8"))
         self._tokenizer.enable_truncation(max_length=MAX_TOKENS)
         self._tokenizer.no_padding()  # each batch pads itself (the shipped definition pads to 128)

@@ -34,9 +34,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .. import semconv as sc
-from ..quality import BY_NAME, ROLE_ANSWER, ROLE_GROUNDING, ROLE_RETRIEVAL, default_thresholds
-from ..types import Scores
+from ... import semconv as sc
+from ...quality import BY_NAME, ROLE_ANSWER, ROLE_GROUNDING, ROLE_RETRIEVAL, default_thresholds
+from ...types import Scores
 
 # metric name -> threshold; metrics left out use the table's default
 DiagnosisThresholds = Mapping[str, float]

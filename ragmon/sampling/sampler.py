@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .. import semconv as sc
-from ..sampling import in_sample
 from ..types import RagTrace
+from .rate import in_sample
 
 NEGATIVE_FEEDBACK = frozenset({"negative", "thumbs_down", "down", "bad", "-1", "0"})
 

@@ -1,7 +1,7 @@
 """How the local judge turns evidence features into scores.
 
 Faithfulness and context relevance are logistic models over a handful of interpretable
-features; their coefficients live in ``local_coefficients.py`` (plain numbers, refitted by
+features; their coefficients live in ``coefficients.py`` (plain numbers, refitted by
 ``bench/fit_local_judge.py`` and reported on held-out data in docs/judges.md).
 """
 
@@ -12,8 +12,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from . import local_coefficients as coef
-from .claims import TextFacts, content_tokens, facts
+from ..text import content_tokens
+from . import coefficients as coef
+from .claims import TextFacts, facts
 from .evidence import ClaimEvidence
 
 # Scores are shifted so that 0.5 is the best balanced-accuracy threshold found when fitting:

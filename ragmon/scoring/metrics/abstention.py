@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .claims import split_sentences
+from ..text import split_sentences
 
 _SUBJECT = r"(?:the\s+|these\s+|this\s+|provided\s+|given\s+|retrieved\s+|available\s+)*" \
            r"(?:provided\s+|given\s+|retrieved\s+)?" \

@@ -25,8 +25,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .. import semconv as sc
-from .claims import split_sentences
+from ... import semconv as sc
+from ..text import split_sentences
 from .verdicts import citation_name, context_name
 
 CHARS_PER_TOKEN = 4  # the usual estimate for English text with BPE tokenizers

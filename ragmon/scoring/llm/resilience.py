@@ -12,7 +12,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 
-from .judge import CIRCUIT_CLOSED, CIRCUIT_HALF_OPEN, CIRCUIT_OPEN
+from ..judge import CIRCUIT_CLOSED, CIRCUIT_HALF_OPEN, CIRCUIT_OPEN
 
 Clock = Callable[[], float]
 Sleep = Callable[[float], Awaitable[None]]
