@@ -94,23 +94,15 @@ class Progress:
 
 def make_judge(args: argparse.Namespace) -> Judge:
     """The judge to measure; configuration errors raise ConfigError / ModelError."""
-    from .config import load_agent_config
+    from .scoring.factory import build_judge, judge_settings
 
     profile = getattr(args, "judge_profile", None)
-    config = load_agent_config({
+    return build_judge(judge_settings({
         "judge": args.judge,
         "judge_base_url": args.judge_base_url,
         "judge_model": args.judge_model,
         "judge_profile": str(profile) if profile is not None else None,
-    })
-    if args.judge == "local":
-        from .scoring.local import LocalJudge
-
-        return LocalJudge(config.judge_model_path, config.judge_model_sha256, profile=config.judge_profile,
-                   int8=config.judge_int8)
-    from .scoring.factory import build_judge
-
-    return build_judge(config, metrics=None)
+    }))
 
 
 def row_trace(row: LabelledRow) -> RagTrace:

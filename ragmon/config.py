@@ -451,15 +451,45 @@ def load_agent_config(
     return config
 
 
+def load_section(
+    cls: type[_Section], overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None
+) -> _Section:
+    """One stage's section straight from the settings table, without a whole ``AgentConfig``: each
+    field is the setting of that name, explicit ``overrides`` (None ignored) > ``RAGMON_*`` > default.
+
+    For commands that need one section only (``ragmon eval`` and ``calibrate``: the judge's)."""
+    env = os.environ if environ is None else environ
+    names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
+    unknown = set(overrides or {}) - set(names)
+    if unknown:
+        raise ConfigError(", ".join(sorted(unknown)), "unknown setting")
+    values: dict[str, Any] = {}
+    for name in names:
+        setting = SETTINGS_BY_NAME[name]
+        if overrides is not None and overrides.get(name) is not None:
+            values[name] = _convert(setting, overrides[name], "argument")
+        elif setting.env in env:
+            values[name] = _convert(setting, env[setting.env], f"env {setting.env}")
+        else:
+            values[name] = setting.default
+    return cls(**values)
+
+
+def check_judge_endpoint(judge: str, base_url: str | None, model: str | None) -> None:
+    """The LLM judge needs an http(s) base URL and a model (the agent's and the commands' check)."""
+    if judge != "llm":
+        return
+    if not base_url:
+        raise ConfigError("--judge-base-url / RAGMON_JUDGE_BASE_URL", "required when --judge llm")
+    if not model:
+        raise ConfigError("--judge-model / RAGMON_JUDGE_MODEL", "required when --judge llm")
+    if not base_url.startswith(("http://", "https://")):
+        raise ConfigError("--judge-base-url / RAGMON_JUDGE_BASE_URL", f"not an http(s) URL: {base_url!r}")
+
+
 def _validate(c: AgentConfig) -> None:
     """Cross-field checks that a single parser cannot see."""
-    if c.judge == "llm":
-        if not c.judge_base_url:
-            raise ConfigError("--judge-base-url / RAGMON_JUDGE_BASE_URL", "required when --judge llm")
-        if not c.judge_model:
-            raise ConfigError("--judge-model / RAGMON_JUDGE_MODEL", "required when --judge llm")
-        if not c.judge_base_url.startswith(("http://", "https://")):
-            raise ConfigError("--judge-base-url / RAGMON_JUDGE_BASE_URL", f"not an http(s) URL: {c.judge_base_url!r}")
+    check_judge_endpoint(c.judge, c.judge_base_url, c.judge_model)
     for prefix in ("receiver", "metrics"):
         cert, key = getattr(c, f"{prefix}_tls_cert_file"), getattr(c, f"{prefix}_tls_key_file")
         if bool(cert) != bool(key):

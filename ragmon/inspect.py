@@ -72,11 +72,11 @@ def inspect_file(data: bytes, *, judge: str = "none", trace_id: str | None = Non
 
 async def _judged(traces: list[RagTrace], max_chars: int) -> list[dict[str, Any]]:
     from .config import load_agent_config
-    from .scoring.factory import build_judge
+    from .scoring.factory import JudgeSettings, build_judge
     from .scoring.metrics.diagnosis import diagnose
 
     config = load_agent_config({"judge": "local"}, environ={})
-    judge = await asyncio.to_thread(build_judge, config, None)
+    judge = await asyncio.to_thread(build_judge, config.section(JudgeSettings), None)
     out = []
     try:
         for trace in traces:

@@ -25,10 +25,10 @@ class LifecycleMixin(TraceStepsMixin):
         if self._started:
             return
         if self._judge is None:
-            from ..scoring.factory import build_judge
+            from ..scoring.factory import JudgeSettings, build_judge
 
             # Loading the local model takes a moment; keep the loop responsive.
-            self._judge = await asyncio.to_thread(build_judge, self.config, self.metrics)
+            self._judge = await asyncio.to_thread(build_judge, self.config.section(JudgeSettings), self.metrics)
         if self._source is None:
             self._source = self._build_source()
         # Bounded by judge_backlog through _in_flight (queued + being judged), see _process_one.

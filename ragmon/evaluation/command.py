@@ -104,19 +104,11 @@ def make_judge(args: argparse.Namespace) -> Judge | None:
     """The judge the agent would use with the same settings (RAGMON_JUDGE_* honoured)."""
     if args.judge == "none":
         return None
-    from ..config import load_agent_config
+    from ..scoring.factory import build_judge, judge_settings
 
-    config = load_agent_config({"judge": args.judge, "judge_base_url": args.judge_base_url,
-                                "judge_model": args.judge_model,
-                                "judge_profile": getattr(args, "judge_profile", None)})
-    if args.judge == "local":
-        from ..scoring.local import LocalJudge
-
-        return LocalJudge(config.judge_model_path, config.judge_model_sha256, profile=config.judge_profile,
-                   int8=config.judge_int8)
-    from ..scoring.factory import build_judge
-
-    return build_judge(config, metrics=None)
+    return build_judge(judge_settings({"judge": args.judge, "judge_base_url": args.judge_base_url,
+                                       "judge_model": args.judge_model,
+                                       "judge_profile": getattr(args, "judge_profile", None)}))
 
 
 def _options(args: argparse.Namespace) -> EvalOptions:

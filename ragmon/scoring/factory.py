@@ -1,35 +1,86 @@
-"""Build the configured judge from ``AgentConfig``: the one scoring module that reads the agent's
-configuration; each judge gets only its own settings."""
+"""The one place a judge is built — for the agent, ``ragmon eval``, ``ragmon calibrate`` and
+``ragmon inspect`` alike — from ``JudgeSettings``, the judge's section of the settings table.
+
+The agent takes the section from its ``AgentConfig`` (``config.section(JudgeSettings)``); the
+commands read it straight from the table (``judge_settings``: explicit arguments > ``RAGMON_JUDGE*``
+> the table's defaults) without building a whole agent configuration. Each judge then gets only
+its own settings.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from ..config import AgentConfig
+from ..config import check_judge_endpoint, load_section
 from .judge import Judge, JudgeMetrics
 
 if TYPE_CHECKING:
     from .llm import LlmJudgeSettings
 
+_PREFIX = "judge_"
 
-def build_judge(config: AgentConfig, metrics: JudgeMetrics | None = None) -> Judge:
-    """``--judge local`` -> the offline model; ``--judge llm`` -> the OpenAI-compatible LLM judge."""
-    if config.judge == "local":
+
+@dataclass(frozen=True, slots=True)
+class JudgeSettings:
+    """The ``judge`` / ``judge_*`` settings a judge is built from (defaults: the settings table's)."""
+
+    judge: str
+    judge_concurrency: int
+    judge_timeout_s: float
+    judge_base_url: str | None
+    judge_model: str | None
+    judge_api_key: str | None = field(repr=False)  # never shown
+    judge_mode: str
+    judge_max_retries: int
+    judge_requests_per_minute: int
+    judge_tokens_per_minute: int
+    judge_budget_tokens_per_minute: int
+    judge_budget_tokens_per_day: int
+    judge_cache_ttl_s: float
+    judge_cache_size: int
+    judge_max_input_tokens: int
+    judge_circuit_failures: int
+    judge_circuit_reset_s: float
+    judge_embedding_model: str | None
+    judge_model_path: str | None
+    judge_model_sha256: str | None
+    judge_int8: bool
+    judge_profile: str | None
+
+    def __post_init__(self) -> None:
+        check_judge_endpoint(self.judge, self.judge_base_url, self.judge_model)
+
+
+def judge_settings(overrides: Mapping[str, Any] | None = None,
+                   environ: Mapping[str, str] | None = None) -> JudgeSettings:
+    """The judge's section from explicit ``overrides`` (None values ignored) > ``RAGMON_JUDGE*`` > defaults."""
+    return load_section(JudgeSettings, overrides, environ)
+
+
+def build_judge(settings: JudgeSettings, metrics: JudgeMetrics | None = None) -> Judge:
+    """``local`` -> the offline model; ``llm`` -> the OpenAI-compatible LLM judge."""
+    if settings.judge == "local":
         from .local import LocalJudge  # heavy imports only for the judge actually used
 
-        judge: Judge = LocalJudge(config.judge_model_path, config.judge_model_sha256, profile=config.judge_profile,
-                   int8=config.judge_int8)
+        judge: Judge = LocalJudge(settings.judge_model_path, settings.judge_model_sha256,
+                                  profile=settings.judge_profile, int8=settings.judge_int8)
         return judge
-    if config.judge == "llm":
+    if settings.judge == "llm":
         from .llm import LlmJudge
 
-        return LlmJudge(llm_settings(config), metrics=metrics)
-    raise ValueError(f"unknown judge {config.judge!r}")
+        return LlmJudge(llm_settings(settings), metrics=metrics)
+    raise ValueError(f"unknown judge {settings.judge!r}")
 
 
-def llm_settings(config: AgentConfig) -> LlmJudgeSettings:
-    """The LLM judge's settings from the ``RAGMON_JUDGE_*`` ones (the rest keep their defaults)."""
+def llm_settings(settings: JudgeSettings) -> LlmJudgeSettings:
+    """The LLM judge's settings from the ``judge_*`` ones (its tuning knobs the table does not
+    expose, such as the backoff, keep their own defaults)."""
     from .llm import LlmJudgeSettings
 
-    assert config.judge_base_url and config.judge_model  # load_agent_config validated both
-    return config.section(LlmJudgeSettings, prefix="judge_")
+    known = {f.name for f in dataclasses.fields(JudgeSettings)}
+    values = {f.name: getattr(settings, _PREFIX + f.name) for f in dataclasses.fields(LlmJudgeSettings)
+              if _PREFIX + f.name in known}
+    return LlmJudgeSettings(**values)

@@ -96,12 +96,12 @@ def test_one_boolean_parser_for_agent_and_sdk(monkeypatch):
 
 
 def test_llm_judge_settings_come_from_the_judge_settings_in_one_place():
-    from ragmon.scoring.factory import llm_settings
+    from ragmon.scoring.factory import JudgeSettings, llm_settings
 
     config = load_agent_config({"judge": "llm", "judge_base_url": "http://127.0.0.1:1/v1", "judge_model": "m",
                                 "judge_api_key": "sk-secret", "judge_max_retries": "2", "judge_concurrency": "3"},
                                environ={})
-    settings = llm_settings(config)
+    settings = llm_settings(config.section(JudgeSettings))
     assert (settings.base_url, settings.model, settings.max_retries, settings.concurrency) == (
         "http://127.0.0.1:1/v1", "m", 2, 3)
     assert settings.backoff_base_s == 0.5  # not an agent setting: the judge's own default

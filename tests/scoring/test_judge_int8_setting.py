@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 
-from ragmon.config import load_agent_config
 from ragmon.scoring import factory
 from ragmon.scoring.local import _judge
 
@@ -23,7 +22,6 @@ def test_judge_int8_setting_reaches_the_embedder(monkeypatch: pytest.MonkeyPatch
         return real(model_path, sha256, threads, int8)
 
     monkeypatch.setattr(_judge, "embedder_for", recording)
-    config = load_agent_config({"judge": "local"}, environ=environ)
-    factory.build_judge(config)
+    factory.build_judge(factory.judge_settings({"judge": "local"}, environ=environ))
     assert seen == [expected]
     assert real(None, None, 1, expected).int8 is expected  # the bundled model runs the path asked for

@@ -12,7 +12,7 @@ import pytest
 from ragmon import semconv as sc
 from ragmon.config import load_agent_config
 from ragmon.errors import JudgeBudgetExceeded, JudgeHTTPError
-from ragmon.scoring.factory import build_judge
+from ragmon.scoring.factory import JudgeSettings, build_judge, judge_settings
 from ragmon.scoring.judge import Judge
 from ragmon.scoring.llm import LlmJudge
 from ragmon.scoring.llm import prompts as p
@@ -262,7 +262,7 @@ async def test_build_judge_from_agent_config(server, metrics):
             "RAGMON_JUDGE_BUDGET_TOKENS_PER_DAY": "50000",
         },
     )
-    judge = build_judge(config, metrics)
+    judge = build_judge(config.section(JudgeSettings), metrics)
     try:
         assert isinstance(judge, LlmJudge) and judge.name == "llm"
         scores = await judge.score(trace())
@@ -275,7 +275,7 @@ async def test_build_judge_from_agent_config(server, metrics):
 
 
 def test_build_judge_local_is_the_offline_judge():
-    judge = build_judge(load_agent_config({"judge": "local"}, environ={}))
+    judge = build_judge(judge_settings({"judge": "local"}, environ={}))
     assert judge.name == "local"
 
 

@@ -1,4 +1,4 @@
-"""The LLM judge's settings: one frozen value, built from ``AgentConfig`` by ``scoring.factory``
+"""The LLM judge's settings: one frozen value, built from ``JudgeSettings`` by ``scoring.factory``
 (the judge never sees the agent's whole configuration)."""
 
 from __future__ import annotations
