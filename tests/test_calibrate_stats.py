@@ -76,13 +76,16 @@ def test_bootstrap_interval() -> None:
 
 
 def test_ranking_metrics_by_hand() -> None:
-    assert stats.average_precision([1, 0, 1, 0]) == pytest.approx((1 / 1 + 2 / 3) / 2)
-    assert stats.reciprocal_rank([0, 0, 1]) == pytest.approx(1 / 3)
+    # one query each, in the judge's order (scores descending)
+    one = stats.ranking_metrics([[1, 0, 1, 0]], [[0.9, 0.8, 0.7, 0.6]], k=3)
+    assert one["map"] == pytest.approx((1 / 1 + 2 / 3) / 2) and one["mrr"] == 1.0
+    late = stats.ranking_metrics([[0, 0, 1]], [[0.9, 0.8, 0.7]], k=2)
+    assert late["mrr"] == pytest.approx(1 / 3) and late["ndcg@2"] == 0.0
     dcg = 1 / math.log2(3) + 1 / math.log2(4)
     idcg = 1 + 1 / math.log2(3)
-    assert stats.ndcg_at_k([0, 1, 1], 3) == pytest.approx(dcg / idcg)
-    assert stats.ndcg_at_k([0, 0, 1], 2) == 0.0
-    assert math.isnan(stats.average_precision([0, 0]))
+    assert stats.ranking_metrics([[0, 1, 1]], [[0.9, 0.8, 0.7]], k=3)["ndcg@3"] == pytest.approx(dcg / idcg)
+    nothing = stats.ranking_metrics([[0, 0]], [[0.9, 0.8]], k=2)  # not computable: no query counts
+    assert nothing["queries"] == 0 and math.isnan(nothing["map"])
     m = stats.ranking_metrics([[1, 0], [0, 1], [0, 0]], [[0.9, 0.1], [0.9, 0.1], [0.5, 0.4]], k=2)
     assert m["queries"] == 2  # the query without a relevant item is left out
     assert m["map"] == pytest.approx(0.75) and m["mrr"] == pytest.approx(0.75)

@@ -14,6 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..evaluation import ir
+from ..evaluation.stats import bootstrap_statistic
+
 ArrayLike = Sequence[float] | np.ndarray
 
 
@@ -141,24 +144,18 @@ def bootstrap_ci(
     seed: int = 0,
     alpha: float = 0.05,
 ) -> tuple[float, float]:
-    """Percentile bootstrap interval of ``statistic(labels, scores)`` over resampled rows.
+    """Percentile bootstrap interval of ``statistic(labels, scores)`` over resampled rows: ``ragmon
+    eval``'s bootstrap (``evaluation.stats.bootstrap_statistic``) on (label, score) pairs.
 
-    Resamples in which the statistic is undefined (NaN, e.g. one class only) are dropped.
+    Resamples in which the statistic is undefined (NaN, e.g. one class only) are dropped; NaN, NaN
+    when there is nothing to resample.
     """
     y, s = _arrays(labels, scores)
     if n <= 0 or len(y) == 0:
         return math.nan, math.nan
-    rng = np.random.default_rng(seed)
-    values = []
-    for _ in range(n):
-        idx = rng.integers(0, len(y), len(y))
-        v = statistic(y[idx], s[idx])
-        if not math.isnan(v):
-            values.append(v)
-    if not values:
-        return math.nan, math.nan
-    lo, hi = np.quantile(values, [alpha / 2.0, 1.0 - alpha / 2.0])
-    return float(lo), float(hi)
+    interval = bootstrap_statistic(lambda idx: statistic(y[idx], s[idx]), len(y), n_resamples=n, seed=seed,
+                                   alpha=alpha)
+    return (math.nan, math.nan) if interval is None else interval
 
 
 # --- ranking metrics for per-context labels -------------------------------------------------
@@ -168,46 +165,21 @@ def ranking_order(scores: ArrayLike) -> np.ndarray:
     return np.argsort(-s, kind="stable")
 
 
-def average_precision(relevance_in_rank_order: ArrayLike) -> float:
-    """AP of one ranked list of 0/1 relevance; NaN when nothing is relevant."""
-    rel = np.asarray(relevance_in_rank_order, dtype=np.float64)
-    if rel.sum() == 0:
-        return math.nan
-    hits = np.cumsum(rel)
-    precision_at_k = hits / np.arange(1, len(rel) + 1)
-    return float((precision_at_k * rel).sum() / rel.sum())
-
-
-def reciprocal_rank(relevance_in_rank_order: ArrayLike) -> float:
-    rel = np.asarray(relevance_in_rank_order)
-    hits = np.flatnonzero(rel > 0)
-    return float(1.0 / (hits[0] + 1)) if len(hits) else math.nan
-
-
-def ndcg_at_k(relevance_in_rank_order: ArrayLike, k: int) -> float:
-    """NDCG@k with linear gains and log2 discounts; NaN when nothing is relevant."""
-    rel = np.asarray(relevance_in_rank_order, dtype=np.float64)
-    ideal = np.sort(rel)[::-1][:k]
-    discounts = 1.0 / np.log2(np.arange(2, k + 2))
-    idcg = float((ideal * discounts[: len(ideal)]).sum())
-    if idcg == 0:
-        return math.nan
-    got = rel[:k]
-    return float((got * discounts[: len(got)]).sum()) / idcg
-
-
 def ranking_metrics(
     labels_per_query: Sequence[Sequence[int]], scores_per_query: Sequence[Sequence[float]], k: int
 ) -> dict[str, float]:
-    """MAP, MRR and NDCG@k over queries that have at least one relevant item."""
+    """MAP, MRR and NDCG@k of the judge's ordering (``ragmon eval``'s IR functions, ``evaluation.ir``)
+    over queries with at least one relevant item; a query with nothing relevant is not computable
+    and left out (the rule of ``evaluation.ir``), ``queries`` says how many counted."""
     aps, rrs, ndcgs = [], [], []
     for labels, scores in zip(labels_per_query, scores_per_query, strict=True):
-        rel = np.asarray(labels)[ranking_order(scores)]
-        if rel.sum() == 0:
+        gold = {str(i): int(label) for i, label in enumerate(labels)}
+        if not any(grade > 0 for grade in gold.values()):
             continue
-        aps.append(average_precision(rel))
-        rrs.append(reciprocal_rank(rel))
-        ndcgs.append(ndcg_at_k(rel, k))
+        ranking = [str(i) for i in ranking_order(scores)]
+        aps.append(ir.average_precision(ranking, gold))
+        rrs.append(ir.reciprocal_rank(ranking, gold))
+        ndcgs.append(ir.ndcg_at(ranking, gold, k))
     if not aps:
         return {"map": math.nan, "mrr": math.nan, f"ndcg@{k}": math.nan, "queries": 0}
     return {

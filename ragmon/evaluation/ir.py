@@ -24,6 +24,8 @@ With ``R`` = the set of relevant gold ids, ``d_1..d_n`` the de-duplicated rankin
   documents were returned (the trec_eval ``P_k`` convention)
 * ``mrr         = 1 / min{i : rel(d_i)}`` over the *whole* list, 0 when no relevant document is
   returned (``recip_rank``; averaged over questions it is the mean reciprocal rank)
+* ``ap          = Σ_i rel(d_i) · precision@i / |R|`` over the whole list (``map`` averages it over
+  questions; ``ragmon calibrate`` reports it for the judge's ordering of a trace's contexts)
 * ``ndcg@k      = DCG@k / IDCG@k`` with ``DCG@k = Σ_{i<=k} grade(d_i) / log2(i + 1)`` and
   ``IDCG@k`` the same sum over the gold grades sorted descending (truncated at ``k``); 0 when
   ``IDCG@k`` is 0 (``ndcg_cut_k``). Negative grades are treated as 0.
@@ -34,10 +36,14 @@ Multi-hop rows carry ``hops``: one frozenset of acceptable ids per hop.
 * :func:`classify_hop_miss` names what is missing at ``k``: ``hop1_miss`` (first hop only),
   ``hop2_miss`` (a later hop only), ``both_miss``, or None when nothing is missing.
 
-Not computable (None): :func:`retrieval_metrics` returns None for every gold-based metric when
-the row has no relevant gold document (``no_answer`` rows, or gold that is all grade 0) — a 0
-there would drag the averages down for questions that have nothing to find. Two-hop metrics are
-None when ``hops`` holds an empty hop.
+Not computable (None) — the one rule for a ranking with nothing relevant, in ``ragmon eval`` and
+``ragmon calibrate`` alike: it has no hit, recall, precision, AP, MRR or NDCG, and it is left out
+of every mean (never averaged as 0, never NaN). :func:`retrieval_metrics` returns None for every
+gold-based metric when the row has no relevant gold document (``no_answer`` rows, or gold that is
+all grade 0) — a 0 there would drag the averages down for questions that have nothing to find;
+calibration's MAP/MRR/NDCG count only traces with a relevant context (and say how many). The
+single-list functions below, pinned to trec_eval by the tests, return trec_eval's 0.0 for such a
+list: call them behind that check. Two-hop metrics are None when ``hops`` holds an empty hop.
 """
 
 from __future__ import annotations
@@ -110,6 +116,21 @@ def reciprocal_rank(retrieved: Sequence[str], gold: Mapping[str, int]) -> float:
         if doc in relevant:
             return 1.0 / rank
     return 0.0
+
+
+def average_precision(retrieved: Sequence[str], gold: Mapping[str, int]) -> float:
+    """Precision at each relevant rank, summed over the whole list and divided by the number of
+    relevant gold documents (trec_eval ``map`` for one question); 0.0 if none is relevant."""
+    relevant = _relevant(gold)
+    if not relevant:
+        return 0.0
+    hits = 0
+    total = 0.0
+    for rank, doc in enumerate(dedupe(retrieved), start=1):
+        if doc in relevant:
+            hits += 1
+            total += hits / rank
+    return total / len(relevant)
 
 
 def _dcg(gains: Iterable[float]) -> float:

@@ -17,13 +17,15 @@
 Missing values: None and non-finite floats (NaN, inf) are skipped — they mean "not computable".
 Edge cases: no values -> mean and interval None; one value -> the degenerate interval (x, x).
 Every call with the same ``seed`` and the same number of values draws the same resamples, so a
-report is reproducible. Resamples are drawn in chunks of at most ~4 M indices to bound memory.
+report is reproducible. Resamples are drawn in chunks of at most ~4 M indices to bound memory
+(:func:`resample_indices`, shared with :func:`bootstrap_statistic`, the interval of any statistic,
+which ``ragmon calibrate`` uses: one bootstrap for the whole project).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -67,19 +69,44 @@ def _finite(values: Iterable[float | None]) -> FloatArray:
     return np.fromiter((v for v in values if v is not None and math.isfinite(v)), dtype=np.float64)
 
 
-def _resampled_means(values: FloatArray, n_resamples: int, seed: int) -> FloatArray:
-    """Means of ``n_resamples`` with-replacement samples of ``values`` (all the same size)."""
+def resample_indices(n: int, n_resamples: int, seed: int) -> Iterator[npt.NDArray[np.intp]]:
+    """Row indices of ``n_resamples`` with-replacement samples of ``n`` rows, in chunks (one 2-D array
+    of at most ~4 M indices each): the one resampling scheme of ragmon's bootstraps. The draws do not
+    depend on the chunking, so the same ``seed`` always gives the same resamples."""
     if n_resamples < 1:
         raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
-    n = values.shape[0]
     rng = np.random.default_rng(seed)
-    chunk = max(1, _MAX_CHUNK_ELEMENTS // n)
-    means = np.empty(n_resamples, dtype=np.float64)
+    chunk = max(1, _MAX_CHUNK_ELEMENTS // max(n, 1))
     for start in range(0, n_resamples, chunk):
         stop = min(start + chunk, n_resamples)
-        idx = rng.integers(0, n, size=(stop - start, n), dtype=np.intp)
-        means[start:stop] = values[idx].mean(axis=1)
+        yield rng.integers(0, n, size=(stop - start, n), dtype=np.intp)
+
+
+def _resampled_means(values: FloatArray, n_resamples: int, seed: int) -> FloatArray:
+    """Means of ``n_resamples`` with-replacement samples of ``values`` (all the same size)."""
+    means = np.empty(n_resamples, dtype=np.float64)
+    start = 0
+    for idx in resample_indices(values.shape[0], n_resamples, seed):
+        means[start : start + idx.shape[0]] = values[idx].mean(axis=1)
+        start += idx.shape[0]
     return means
+
+
+def bootstrap_statistic(
+    statistic: Callable[[npt.NDArray[np.intp]], float], n: int, *, n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED, alpha: float = 0.05,
+) -> tuple[float, float] | None:
+    """Percentile bootstrap interval of any statistic of ``n`` rows, given as a function of the
+    resampled row indices (``ragmon calibrate``: ROC AUC, balanced accuracy, kappa of (label, score)
+    pairs). Resamples where the statistic is undefined (NaN) are dropped; None when none is defined."""
+    if n < 1:
+        return None
+    values = [v for idx in resample_indices(n, n_resamples, seed) for row in idx
+              if not math.isnan(v := statistic(row))]
+    if not values:
+        return None
+    lo, hi = np.quantile(values, [alpha / 2.0, 1.0 - alpha / 2.0])
+    return float(lo), float(hi)
 
 
 def _interval(means: FloatArray) -> tuple[float, float]:

@@ -24,7 +24,7 @@ _TREC = {"hit": "success_{k}", "recall": "recall_{k}", "precision": "P_{k}", "nd
 
 
 def trec_eval(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[str, float]]) -> dict:
-    measures = {template.format(k=k) for template in _TREC.values() for k in KS} | {"recip_rank"}
+    measures = {template.format(k=k) for template in _TREC.values() for k in KS} | {"recip_rank", "map"}
     return pytrec_eval.RelevanceEvaluator(dict(qrels), measures).evaluate(dict(run))
 
 
@@ -77,6 +77,21 @@ def test_randomized_runs_match_trec_eval(seed: int) -> None:
     for qid, ranking in rankings.items():
         assert trec_order(run[qid]) == list(dict.fromkeys(ranking))  # the order trec_eval sees
         assert_matches_reference(ir.retrieval_metrics(ranking, qrels[qid], ks=KS), reference[qid])
+
+
+def test_average_precision_matches_trec_eval_map() -> None:
+    rng = random.Random(11)
+    qrels, run, rankings = {}, {}, {}
+    for q in range(400):
+        gold, ranking = random_query(rng)
+        distinct = list(dict.fromkeys(ranking))
+        qrels[f"q{q}"], rankings[f"q{q}"] = gold, ranking
+        run[f"q{q}"] = {doc: float(len(distinct) - i) for i, doc in enumerate(distinct)}
+    reference = trec_eval(qrels, run)
+    for qid, ranking in rankings.items():
+        assert abs(ir.average_precision(ranking, qrels[qid]) - reference[qid]["map"]) <= TOLERANCE, qid
+    assert ir.average_precision(["a", "b", "c", "d"], {"a": 1, "c": 1}) == pytest.approx((1 / 1 + 2 / 3) / 2)
+    assert ir.average_precision(["a"], {"a": 0}) == 0.0  # nothing relevant: trec_eval's 0 (see the module doc)
 
 
 def test_tied_scores_match_trec_eval_in_its_tie_order() -> None:
