@@ -1,13 +1,14 @@
-"""BM25 retrieval over the bundled corpus (``rank-bm25``), plus the off-topic search
-the demo uses to simulate a retrieval miss."""
+"""BM25 retrieval over the bundled corpus (``bm25s``, the project's one BM25 library), plus the
+off-topic search the demo uses to simulate a retrieval miss."""
 
 from __future__ import annotations
 
+import logging
 import random
 from dataclasses import dataclass
 
+import bm25s
 import numpy as np
-from rank_bm25 import BM25Okapi
 
 from .corpus import Corpus, KbDocument
 from .text import content_tokens
@@ -31,18 +32,30 @@ class Hit:
         }
 
 
+K1 = 1.5
+B = 0.75
+
+logging.getLogger("bm25s").setLevel(logging.WARNING)  # it logs each index build at DEBUG
+
+
 class Bm25Retriever:
-    """Okapi BM25 over title + text of every article."""
+    """Okapi BM25 (Robertson's idf, k1 1.5, b 0.75) over title + text of every article.
+
+    Scores are the textbook ones, ``idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avglen))``:
+    bm25s leaves out the constant ``(k1 + 1)``, so it is put back: the scores the demo's spans carry
+    stay those of earlier releases, which used rank-bm25's ``BM25Okapi`` (equal to 1e-14 on every
+    corpus question; its idf floor for words in over half the articles never applies here)."""
 
     def __init__(self, corpus: Corpus) -> None:
         self._docs = corpus.documents
-        self._bm25 = BM25Okapi([content_tokens(f"{d.title} {d.text}") for d in self._docs])
+        self._bm25 = bm25s.BM25(k1=K1, b=B, method="robertson", dtype="float64")
+        self._bm25.index([content_tokens(f"{d.title} {d.text}") for d in self._docs], show_progress=False)
 
     def _scores(self, query: str) -> np.ndarray:
-        terms = content_tokens(query)
+        terms = [t for t in content_tokens(query) if t in self._bm25.vocab_dict]
         if not terms:
             return np.zeros(len(self._docs))
-        return np.asarray(self._bm25.get_scores(terms), dtype=float)
+        return np.asarray(self._bm25.get_scores(terms), dtype=float) * (K1 + 1.0)
 
     def search(self, query: str, k: int = 3) -> list[Hit]:
         """The top ``k`` articles, best first (ties broken by corpus order: deterministic)."""
