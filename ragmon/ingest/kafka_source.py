@@ -28,6 +28,7 @@ from aiokafka.errors import KafkaError
 from aiokafka.helpers import create_ssl_context
 
 from .. import semconv as sc
+from ..backoff import Backoff
 from ..errors import ConfigError, DecodeError
 from .handover import batch_of, latency_only_of
 from .offsets import OffsetTracker, PartitionKey
@@ -186,25 +187,26 @@ class KafkaSource:
 
     # --- main loop ----------------------------------------------------------------------------
     async def _run(self) -> None:
-        backoff = _BACKOFF_MIN_S
+        backoff = Backoff(_BACKOFF_MIN_S, _BACKOFF_MAX_S)
+        attempt = 0  # failed iterations in a row
         while not self._stopping:
             try:
                 if self._consumer is None:
                     await self._connect()
-                    backoff = _BACKOFF_MIN_S
+                    attempt = 0
                     self._recovered()
                 await self._poll_once()
             except asyncio.CancelledError:
                 raise
             except KafkaError as exc:
                 self._on_outage(exc)
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, _BACKOFF_MAX_S)
+                await asyncio.sleep(backoff.delay(attempt))
+                attempt += 1
             except Exception as exc:  # noqa: BLE001  # one bad iteration never kills the source
                 self._log_once("loop", "kafka: unexpected error in the consumer loop (retrying): %r", exc,
                                exc_info=True)
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, _BACKOFF_MAX_S)
+                await asyncio.sleep(backoff.delay(attempt))
+                attempt += 1
 
     async def _connect(self) -> None:
         consumer = AIOKafkaConsumer(

@@ -29,10 +29,12 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from ..backoff import Backoff
+
 log = logging.getLogger("ragmon.sdk.kafka")
 
 COMPRESSIONS = (None, "gzip", "lz4", "zstd", "snappy")
-_RETRY_BACKOFF_S = (0.2, 5.0)
+_RETRY_BACKOFF_S = (0.2, 5.0)  # Backoff base and cap (equal jitter)
 _SECURITY_KEYS = frozenset({
     "security_protocol", "sasl_mechanism", "sasl_plain_username", "sasl_plain_password",
     "ssl_context", "ssl_cafile", "ssl_certfile", "ssl_keyfile", "client_id", "acks",
@@ -217,7 +219,8 @@ class KafkaSpanExporter(SpanExporter):
         self._wake = asyncio.Event()
         self._ready.set()
         producer: AIOKafkaProducer | None = None
-        backoff = _RETRY_BACKOFF_S[0]
+        backoff = Backoff(*_RETRY_BACKOFF_S)
+        attempt = 0  # failed connects / sends in a row
         outage = False
         try:
             while not (self._closed and not self._queue):
@@ -233,11 +236,11 @@ class KafkaSpanExporter(SpanExporter):
                                         self.bootstrap_servers, self.max_buffer_spans, exc)
                         if self._closed:
                             return
-                        await self._sleep(backoff)
-                        backoff = min(backoff * 2, _RETRY_BACKOFF_S[1])
+                        await self._sleep(backoff.delay(attempt))
+                        attempt += 1
                         continue
                     producer = candidate
-                    backoff = _RETRY_BACKOFF_S[0]
+                    attempt = 0
                     if outage:
                         outage = False
                         log.info("ragmon: Kafka broker %s reachable again", self.bootstrap_servers)
@@ -258,10 +261,10 @@ class KafkaSpanExporter(SpanExporter):
                     if not outage:
                         outage = True
                         log.warning("ragmon: Kafka send to %s failed, retrying: %r", self.bootstrap_servers, exc)
-                    await asyncio.sleep(backoff)
-                    backoff = min(backoff * 2, _RETRY_BACKOFF_S[1])
+                    await asyncio.sleep(backoff.delay(attempt))
+                    attempt += 1
                     continue
-                backoff = _RETRY_BACKOFF_S[0]
+                attempt = 0
                 fut.add_done_callback(lambda f, m=message: self._delivered(f, m))
         finally:
             if producer is not None:

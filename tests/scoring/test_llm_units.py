@@ -9,11 +9,12 @@ from typing import Any
 import pytest
 
 from ragmon import semconv as sc
+from ragmon.backoff import Backoff
 from ragmon.errors import JudgeBudgetExceeded
 from ragmon.scoring.llm import LlmJudge
 from ragmon.scoring.llm.budget import TokenBudget
 from ragmon.scoring.llm.cache import TtlCache, content_key
-from ragmon.scoring.llm.resilience import Backoff, CircuitBreaker, RateLimiter, parse_retry_after
+from ragmon.scoring.llm.resilience import CircuitBreaker, RateLimiter, parse_retry_after
 from ragmon.types import Document, RagTrace
 from tests.fakes.clock import ManualClock
 from tests.fakes.openai_server import FakeOpenAI, Reply

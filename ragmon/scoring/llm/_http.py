@@ -19,10 +19,11 @@ from urllib.parse import urlsplit
 import httpx
 
 from ... import semconv as sc
+from ...backoff import Backoff
 from ...errors import JudgeCircuitOpenError, JudgeError, JudgeHTTPError, JudgeRateLimitedError, JudgeTimeoutError
 from ..judge import JudgeMetrics
 from ._settings import NAME, LlmJudgeSettings
-from .resilience import Backoff, CircuitBreaker, RateLimiter, parse_retry_after
+from .resilience import CircuitBreaker, RateLimiter, parse_retry_after
 
 log = logging.getLogger(__name__)
 

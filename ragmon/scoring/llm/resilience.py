@@ -1,6 +1,7 @@
-"""Retry timing, a circuit breaker and a client-side rate limiter for the LLM judge.
+"""Retry-After parsing, a circuit breaker and a client-side rate limiter for the LLM judge (the retry
+delays themselves are ``ragmon.backoff.Backoff``, shared with the Kafka loops).
 
-All three take an injected clock (and the limiter an injected sleep) so tests drive time
+The breaker and the limiter take an injected clock (and the limiter an injected sleep) so tests drive time
 themselves instead of waiting for it.
 """
 
@@ -8,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
-import random
 import time
 from collections.abc import Awaitable, Callable
 
@@ -34,27 +34,6 @@ def parse_retry_after(value: str | None, now_epoch: float | None = None) -> floa
         return None
     now = time.time() if now_epoch is None else now_epoch
     return max(0.0, when.timestamp() - now)
-
-
-class Backoff:
-    """Exponential backoff with full jitter, capped; a server's Retry-After wins when given."""
-
-    def __init__(
-        self, base_s: float = 0.5, max_s: float = 30.0, max_retry_after_s: float = 120.0,
-        rng: random.Random | None = None,
-    ) -> None:
-        self.base_s = base_s
-        self.max_s = max_s
-        self.max_retry_after_s = max_retry_after_s
-        self._rng = rng or random.Random()
-
-    def delay(self, attempt: int, retry_after_s: float | None = None) -> float:
-        """Delay before retry number ``attempt`` (0-based)."""
-        if retry_after_s is not None:
-            # Honour the server, with a little jitter on top so replicas do not stampede.
-            return min(retry_after_s, self.max_retry_after_s) + self._rng.uniform(0, self.base_s / 2)
-        ceiling = min(self.max_s, self.base_s * (2**attempt))
-        return self._rng.uniform(ceiling / 2, ceiling)  # "equal jitter": never ~0, never synchronised
 
 
 # --- circuit breaker -------------------------------------------------------------------------
