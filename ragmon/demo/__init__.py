@@ -4,9 +4,24 @@ No Kafka, no API key, no internet: the agent runs in this process with the offli
 judge, and the app (``ragmon.demo.app.DemoRag``, a support bot over a bundled knowledge base)
 sends its traces to it through ragmon's own SDK. The CLI calls ``add_arguments`` and ``run``.
 
+``ragmon demo eval`` is the offline half: ``ragmon eval`` over the bundled golden set, first
+for the bot as released, then for a broken release, showing the gate passing the first and
+failing the second.
+
+==============  ==========================================================================
+corpus          the bundled knowledge base (``corpus.json``) and its questions
+retriever       BM25 over the corpus; the off-topic search of a retrieval miss
+generator       the deterministic template answer; ``text``: tokens and sentences
+failures        the injected failures and the pure functions that make them
+app             ``DemoRag``: the support bot, decorated with ragmon's SDK
+runner          ``ragmon demo``: agent + traffic + summary; ``tracker``, ``counts``, ``summary``
+separation      offline per-kind judge scores (``python -m ragmon.demo.separation``)
+releases        the bot as released and as a broken release, ``ragmon eval --app`` entry points
+offline         ``ragmon demo eval``; its golden set is ``golden.jsonl``
+==============  ==========================================================================
+
 Pieces others can reuse: ``ragmon.demo.app.DemoRag`` (one request with a chosen injected
-failure), ``ragmon.demo.failures`` (what each failure does), ``ragmon.demo.separation``
-(offline per-kind judge scores: ``python -m ragmon.demo.separation``).
+failure), ``ragmon.demo.failures`` (what each failure does), ``ragmon.demo.separation``.
 
 ``--summary-json PATH`` writes the final summary for scripts and CI: ``agent`` (the agent's
 counters for service ``ragmon-demo``: received, sampled, scored, skipped{reason},
@@ -86,10 +101,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="redraw the summary in place (default when stdout is a terminal)")
     live.add_argument("--no-live", dest="live", action="store_false",
                       help="print one progress line every 5 s instead")
+    from . import offline
+
+    sub = parser.add_subparsers(dest="demo_command", metavar="{eval}")
+    offline.add_arguments(sub.add_parser(
+        "eval", help="the offline half: ragmon eval on the bundled golden set, a release and a broken one",
+        description="Run `ragmon eval` over the demo's bundled golden set twice: the support bot as released "
+        "(the gate passes), then a broken release against it (a worse retriever, a prompt that contradicts: the "
+        "gate fails), and print the Markdown report. No API key, no network. Exit 0 when the gate passed the "
+        "first and failed the second.",
+    ))
 
 
 def run(args: argparse.Namespace) -> int:
     import logging
+
+    if getattr(args, "demo_command", None) == "eval":
+        from . import offline
+
+        return offline.run(args)
 
     from .runner import DemoOptions, run_demo
 

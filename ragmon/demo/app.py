@@ -20,6 +20,7 @@ Other tests and tools can use it to make real traffic with a known failure::
 corpus, 3 articles) and ``answer`` (``@ragmon.generator``, a deterministic template) — so
 the spans carry the question, the retrieved articles (id, content, score, rank) and the
 answer. The failure kinds and what each one does are listed in ``ragmon.demo.failures``.
+``retriever=`` swaps the search index (``ragmon.demo.releases`` builds a worse one);
 ``simulate_latency=False`` skips the sleeps (the simulated vector-store round trip and the
 slow-retrieval delay) for fast tests; ``instrument=False`` leaves the SDK out altogether
 (labelled offline data for a judge: ``failure`` is the label). ``DemoRag`` is thread-safe: the runner calls ``ask``
@@ -96,9 +97,10 @@ class DemoRag:
         simulate_latency: bool = True,
         instrument: bool = True,
         contradiction_changes: Sequence[str] = CHANGE_KINDS,
+        retriever: Bm25Retriever | None = None,
     ) -> None:
         self.corpus = corpus or load_corpus()
-        self.retriever = Bm25Retriever(self.corpus)
+        self.retriever = retriever or Bm25Retriever(self.corpus)
         self.generator = TemplateGenerator()
         self.k = k
         self.simulate_latency = simulate_latency

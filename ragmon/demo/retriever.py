@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import bm25s
@@ -38,18 +39,23 @@ B = 0.75
 logging.getLogger("bm25s").setLevel(logging.WARNING)  # it logs each index build at DEBUG
 
 
+def title_and_text(doc: KbDocument) -> str:
+    return f"{doc.title} {doc.text}"
+
+
 class Bm25Retriever:
-    """Okapi BM25 (Robertson's idf, k1 1.5, b 0.75) over title + text of every article.
+    """Okapi BM25 (Robertson's idf, k1 1.5, b 0.75) over what ``indexed`` takes of every article
+    (default: title + text).
 
     Scores are the textbook ones, ``idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avglen))``:
     bm25s leaves out the constant ``(k1 + 1)``, so it is put back: the scores the demo's spans carry
     stay those of earlier releases, which used rank-bm25's ``BM25Okapi`` (equal to 1e-14 on every
     corpus question; its idf floor for words in over half the articles never applies here)."""
 
-    def __init__(self, corpus: Corpus) -> None:
+    def __init__(self, corpus: Corpus, indexed: Callable[[KbDocument], str] = title_and_text) -> None:
         self._docs = corpus.documents
         self._bm25 = bm25s.BM25(k1=K1, b=B, method="robertson", dtype="float64")
-        self._bm25.index([content_tokens(f"{d.title} {d.text}") for d in self._docs], show_progress=False)
+        self._bm25.index([content_tokens(indexed(d)) for d in self._docs], show_progress=False)
 
     def _scores(self, query: str) -> np.ndarray:
         terms = [t for t in content_tokens(query) if t in self._bm25.vocab_dict]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import logging
 import os
@@ -18,6 +19,7 @@ from typing import Any
 from ..errors import ConfigError, EvalInputError, GateRuleError, ModelError, PushgatewayError
 from ..scoring.judge import Judge
 from ..scoring.metrics.citations import DEFAULT_CITATION_PATTERN
+from . import gate as gates
 from . import ir
 from .app_runner import DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT_S
 from .history import save_to_history
@@ -80,8 +82,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "'retrieval_p95_s > 0.5' (repeatable)")
     parser.add_argument("--warn-if", action="append", default=[], metavar="RULE", help="gate rule that only warns")
     parser.add_argument("--no-default-rules", action="store_true",
-                        help="drop the default rules (composite drop > 0.05 warns; faithfulness drop > 0.08 and "
-                        "retrieval_p95_s > 0.5 fail)")
+                        help="drop the default rules (composite drop > 0.05 warns; faithfulness drop > 0.08, "
+                        "retrieval_p95_s > 0.5 and a significant drop > 0.1 of composite, recall@k or context "
+                        "precision fail; docs/evaluation.md)")
     parser.add_argument("--significance", type=float, default=None, metavar="ALPHA",
                         help="fail a drop only when the paired bootstrap p-value is below ALPHA (e.g. 0.05)")
     parser.add_argument("--bootstrap", type=int, default=2000, metavar="N", help="bootstrap resamples (default 2000)")
@@ -128,15 +131,18 @@ def _options(args: argparse.Namespace) -> EvalOptions:
     if not args.timeout > 0:
         raise EvalInputError("--timeout must be > 0")
     try:
-        return EvalOptions(
+        options = EvalOptions(
             evalset=args.evalset, app=args.app, responses=args.responses, traces=args.traces,
             doc_id_field=args.doc_id_field, ks=args.k, primary_k=args.primary_k, concurrency=args.concurrency,
             timeout_s=args.timeout, judge_concurrency=args.judge_concurrency,
             citation_pattern=args.citation_pattern or None,
-            rules=parse_rules(args.fail_if, args.warn_if, defaults=not args.no_default_rules),
             baseline=baseline, baseline_path=str(args.baseline or ""), significance=args.significance,
             n_resamples=args.bootstrap, seed=args.seed, worst=args.worst, judge_label=args.judge,
         )
+        # the default recall rule sits at the run's primary cut-off, known once the options resolve it
+        rules = parse_rules(args.fail_if, args.warn_if, defaults=not args.no_default_rules,
+                            primary_k=options.primary_k or gates.DEFAULT_PRIMARY_K)
+        return dataclasses.replace(options, rules=rules)
     except ValueError as exc:
         raise EvalInputError(str(exc)) from exc
 

@@ -2,8 +2,10 @@
 
 Rule grammar (``--fail-if`` text; whitespace around the operator is optional)::
 
-    rule     := METRIC OP NUMBER              absolute:  "recall@5 < 0.85", "retrieval_p95_s > 0.5"
-              | METRIC "drop" DROP_OP NUMBER  baseline:  "faithfulness drop > 0.08"
+    rule     := METRIC OP NUMBER                     absolute:  "recall@5 < 0.85", "retrieval_p95_s > 0.5"
+              | METRIC "drop" DROP_OP NUMBER [TEST]  baseline:  "faithfulness drop > 0.08",
+                                                                "recall@5 drop > 0.1 (p < 0.05)"
+    TEST     := "(" "p" "<" ALPHA ")"             this rule's own significance level, 0 < ALPHA < 1
     METRIC   := [A-Za-z_][A-Za-z0-9_.@-]*
     OP       := "<" | "<=" | ">" | ">="
     DROP_OP  := ">" | ">="
@@ -23,11 +25,11 @@ and ``drop = current - baseline`` for lower-is-better ones (a metric ending in `
 ``_seconds``: latency), so a drop is always "got worse". For per-question metrics the comparison
 is the paired bootstrap over the question ids that have a value in both runs
 (:func:`ragmon.evaluation.stats.paired_bootstrap`): observed and baseline are the means over those
-shared ids, ``delta = observed - baseline``, with its 95% interval and p-value. With
-``significance`` set, a drop rule fails only when the drop exceeds its threshold **and**
-``p < significance``; a drop that cannot be tested (aggregate-only metric, fewer than two pairs)
-never fails under ``significance``. Comparisons allow 1e-9 of floating-point slack, so a drop of
-0.80 - 0.75 is not "> 0.05".
+shared ids, ``delta = observed - baseline``, with its 95% interval and p-value. A drop rule that
+is tested — by the run's ``significance`` or by its own ``(p < ALPHA)``; with both, the smaller
+level — fails only when the drop exceeds its threshold **and** ``p`` is below that level; a drop
+that cannot be tested (aggregate-only metric, fewer than two pairs) never fails a tested rule.
+Comparisons allow 1e-9 of floating-point slack, so a drop of 0.80 - 0.75 is not "> 0.05".
 
 A rule whose metric is missing in the run (or, for a drop rule, in the baseline, or with no shared
 question ids) is ``skipped`` with the reason in its message — never an error.
@@ -83,9 +85,10 @@ _OPS: Final[Mapping[str, Callable[[float, float], bool]]] = {
     ">": lambda x, t: x - t > EPSILON,
     ">=": lambda x, t: x - t >= -EPSILON,
 }
+_NUMBER: Final = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
 _RULE_RE: Final = re.compile(
     r"^\s*(?P<metric>[A-Za-z_][A-Za-z0-9_.@-]*)(?:\s+(?P<drop>drop))?\s*(?P<op><=|>=|<|>)\s*"
-    r"(?P<number>[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*$"
+    rf"(?P<number>{_NUMBER})(?:\s*\(\s*p\s*<\s*(?P<alpha>{_NUMBER})\s*\))?\s*$"
 )
 _LOWER_IS_BETTER_SUFFIXES: Final = ("_s", "_seconds")
 
@@ -104,11 +107,13 @@ class GateRule:
     op: str  # "<" | "<=" | ">" | ">="
     threshold: float
     severity: str = SEVERITY_FAIL
+    significance: float | None = None  # drop rules: fail only when the paired test's p is below it
 
     @property
     def text(self) -> str:
         middle = f" {KIND_DROP} " if self.kind == KIND_DROP else " "
-        return f"{self.metric}{middle}{self.op} {self.threshold:g}"
+        test = f" (p < {self.significance:g})" if self.significance is not None else ""
+        return f"{self.metric}{middle}{self.op} {self.threshold:g}{test}"
 
     def holds(self, value: float) -> bool:
         """Whether the bad condition holds for ``value`` (the observed value, or the drop)."""
@@ -116,7 +121,8 @@ class GateRule:
 
 
 def parse_rule(text: str, severity: str = SEVERITY_FAIL) -> GateRule:
-    """Parse ``"METRIC OP NUMBER"`` or ``"METRIC drop > NUMBER"``; GateRuleError when it does not."""
+    """Parse ``"METRIC OP NUMBER"`` or ``"METRIC drop > NUMBER [(p < ALPHA)]"``; GateRuleError when it
+    does not."""
     if severity not in SEVERITIES:
         raise GateRuleError(f"unknown severity {severity!r} for rule {text!r}; expected one of {SEVERITIES}")
     match = _RULE_RE.match(text)
@@ -131,14 +137,39 @@ def parse_rule(text: str, severity: str = SEVERITY_FAIL) -> GateRule:
     kind = KIND_DROP if match["drop"] else KIND_ABSOLUTE
     if kind == KIND_DROP and op not in (">", ">="):
         raise GateRuleError(f"gate rule {text!r}: a drop rule must use '>' or '>=', e.g. '{metric} drop > 0.05'")
-    return GateRule(metric=metric, kind=kind, op=op, threshold=threshold, severity=severity)
+    alpha = None if match["alpha"] is None else float(match["alpha"])
+    if alpha is not None:
+        if kind != KIND_DROP:
+            raise GateRuleError(f"gate rule {text!r}: '(p < ALPHA)' belongs to a drop rule, which has a paired test")
+        if not 0.0 < alpha < 1.0:
+            raise GateRuleError(f"gate rule {text!r}: the significance level must be between 0 and 1 (exclusive)")
+    return GateRule(metric=metric, kind=kind, op=op, threshold=threshold, severity=severity, significance=alpha)
 
 
-DEFAULT_RULES: Final = (
-    parse_rule("composite drop > 0.05", SEVERITY_WARN),
-    parse_rule("faithfulness drop > 0.08", SEVERITY_FAIL),
-    parse_rule("retrieval_p95_s > 0.5", SEVERITY_FAIL),
-)
+DEFAULT_PRIMARY_K: Final = 5
+# The significance level of the default fail rules on large drops (docs/evaluation.md, "The gate").
+DEFAULT_DROP_SIGNIFICANCE: Final = 0.05
+
+
+def default_rules(primary_k: int = DEFAULT_PRIMARY_K) -> tuple[GateRule, ...]:
+    """The gate's defaults; the recall rule is at the run's primary cut-off. Why each: docs/evaluation.md.
+
+    The seeds' steps (a composite drop of 0.05 warns, a faithfulness drop of 0.08 fails) and the
+    latency ceiling, then fail rules for a large drop of a core metric — each with the paired
+    test, so a collapse of retrieval fails the build while a re-run's noise does not.
+    """
+    alpha = f"(p < {DEFAULT_DROP_SIGNIFICANCE:g})"
+    return (
+        parse_rule("composite drop > 0.05", SEVERITY_WARN),
+        parse_rule("faithfulness drop > 0.08", SEVERITY_FAIL),
+        parse_rule("retrieval_p95_s > 0.5", SEVERITY_FAIL),
+        parse_rule(f"composite drop > 0.1 {alpha}", SEVERITY_FAIL),
+        parse_rule(f"recall@{primary_k} drop > 0.1 {alpha}", SEVERITY_FAIL),
+        parse_rule(f"context_precision drop > 0.1 {alpha}", SEVERITY_FAIL),
+    )
+
+
+DEFAULT_RULES: Final = default_rules()
 
 
 def composite_score(
@@ -199,6 +230,7 @@ class RuleOutcome:
     p_value: float | None = None
     message: str = ""
     n: int | None = None  # questions behind the value (shared ids for drop rules); None for aggregates
+    significance: float | None = None  # the level a drop was tested at; None when untested
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -214,6 +246,7 @@ class RuleOutcome:
             "ci95": None if self.ci95 is None else list(self.ci95),
             "p_value": self.p_value,
             "n": self.n,
+            "significance": self.significance,
             "message": self.message,
         }
 
@@ -281,6 +314,12 @@ def _absolute(rule: GateRule, current: RunMetrics, baseline: RunMetrics | None, 
     return _outcome(rule, STATUS_PASSED, f"{rule.metric} = {observed:.4g}, not {rule.op} {rule.threshold:g}", **values)
 
 
+def _level(rule: GateRule, opts: _Options) -> float | None:
+    """The significance level a drop rule is tested at: the smaller of the run's and the rule's own."""
+    levels = [a for a in (opts.significance, rule.significance) if a is not None]
+    return min(levels) if levels else None
+
+
 def _drop(rule: GateRule, current: RunMetrics, baseline: RunMetrics | None, opts: _Options) -> RuleOutcome:
     if baseline is None:
         return _outcome(rule, STATUS_SKIPPED, "skipped: no baseline to compare with")
@@ -302,18 +341,19 @@ def _drop(rule: GateRule, current: RunMetrics, baseline: RunMetrics | None, opts
             return _outcome(rule, STATUS_SKIPPED, f"skipped: {rule.metric} is not in {missing}")
         observed, base, delta = cur_val[0], base_val[0], cur_val[0] - base_val[0]
         values, where = {}, "(run-level values)"
-    values.update(observed=observed, baseline=base, delta=delta)
+    level = _level(rule, opts)
+    values.update(observed=observed, baseline=base, delta=delta, significance=level)
     drop = -sign * delta
     change = f"{rule.metric} {base:.4g} -> {observed:.4g} {where}, drop {drop:.4g}"
     if not rule.holds(drop):
         return _outcome(rule, STATUS_PASSED, f"{change}; limit {rule.op} {rule.threshold:g} not reached", **values)
-    if opts.significance is not None:
+    if level is not None:
         p = values.get("p_value")
         if p is None:
             why = "cannot be tested for significance"
             return _outcome(rule, STATUS_PASSED, f"{change} exceeds the limit but {why}; not failed", **values)
-        if p >= opts.significance:
-            why = f"not significant (p = {p:.3g} >= {opts.significance:g})"
+        if p >= level:
+            why = f"not significant (p = {p:.3g} >= {level:g})"
             return _outcome(rule, STATUS_PASSED, f"{change} exceeds the limit but is {why}", **values)
     p_text = f", p = {values['p_value']:.3g}" if values.get("p_value") is not None else ""
     return _outcome(rule, _violated(rule), f"{change}{p_text} ({rule.text})", **values)
@@ -330,7 +370,8 @@ def evaluate_gate(
 ) -> GateResult:
     """Evaluate ``rules`` in order; the gate passes when none has status ``failed``.
 
-    ``significance`` (e.g. 0.05): drop rules fail only when the paired bootstrap p-value is below it.
+    ``significance`` (e.g. 0.05): drop rules fail only when the paired bootstrap p-value is below it
+    (a rule's own ``(p < ALPHA)`` applies with or without it; with both, the smaller level).
     """
     if significance is not None and not 0.0 < significance < 1.0:
         raise ValueError(f"significance must be between 0 and 1 (exclusive), got {significance}")

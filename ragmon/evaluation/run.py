@@ -141,13 +141,15 @@ def _app_label(options: EvalOptions) -> str | None:
     return f"responses:{options.responses}" if options.responses else f"traces:{options.traces}"
 
 
-def parse_rules(fail_if: Sequence[str], warn_if: Sequence[str], defaults: bool) -> tuple[gates.GateRule, ...]:
-    """The gate's rules: the defaults (unless turned off), then --fail-if, then --warn-if.
+def parse_rules(fail_if: Sequence[str], warn_if: Sequence[str], defaults: bool,
+                primary_k: int = gates.DEFAULT_PRIMARY_K) -> tuple[gates.GateRule, ...]:
+    """The gate's rules: the defaults at ``primary_k`` (unless turned off), then --fail-if, then --warn-if.
 
-    A --fail-if/--warn-if on the same metric and kind as a default replaces that default.
+    A --fail-if/--warn-if on the same metric, kind and severity as a default replaces that default
+    (``--fail-if "composite drop > 0.2"`` replaces the failing composite default, not the warning).
     """
     explicit = [gates.parse_rule(t, gates.SEVERITY_FAIL) for t in fail_if]
     explicit += [gates.parse_rule(t, gates.SEVERITY_WARN) for t in warn_if]
-    taken = {(r.metric, r.kind) for r in explicit}
-    kept = [r for r in gates.DEFAULT_RULES if (r.metric, r.kind) not in taken] if defaults else []
-    return (*kept, *explicit)
+    taken = {(r.metric, r.kind, r.severity) for r in explicit}
+    kept = [r for r in gates.default_rules(primary_k) if (r.metric, r.kind, r.severity) not in taken]
+    return (*kept, *explicit) if defaults else tuple(explicit)
