@@ -1,4 +1,11 @@
-"""Tokenising and sentence splitting shared by the demo's retriever and generator."""
+"""Tokenising and sentence splitting shared by the demo's retriever and generator.
+
+These belong to the demo *app* (Brightdesk's search and answer writer, standing in for a user's
+RAG application, which brings its own text handling), not to ragmon: the judge reads the app's
+answers with ``ragmon.scoring.text``, the one splitter ragmon itself uses. Using that splitter here
+would change the demo's retrieval scores and answers (it cuts "added in 12 US states." before the
+number), so the demo keeps its own.
+"""
 
 from __future__ import annotations
 

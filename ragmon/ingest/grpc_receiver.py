@@ -49,7 +49,8 @@ from .. import semconv as sc
 from .._log import LogOnce
 from .._security import BearerToken
 from ..errors import ConfigError, DecodeError
-from .handover import admits, backpressure, latency_only_of, submit_in_slices
+from .admission import ExportAdmission
+from .handover import latency_only_of
 from .http_receiver import RETRY_AFTER_S
 from .otlp import CONTENT_TYPE_PROTOBUF, SpanBatch, decode_export_request
 from .otlp_light import LatencyOnly
@@ -108,7 +109,8 @@ class OtlpGrpcReceiver:
         self._port: int | None = None
         self._accepting = False
         self._decode_slot = asyncio.Semaphore(1)  # large messages are decoded one at a time
-        self._submit_lock = asyncio.Lock()
+        self._admission = ExportAdmission(self.name, "OTLP/gRPC receiver", "UNAVAILABLE with RetryInfo", metrics,
+                                          self._log_once)
 
     @property
     def port(self) -> int | None:
@@ -209,14 +211,10 @@ class OtlpGrpcReceiver:
             self._log_once.warning("auth", "OTLP/gRPC receiver: refused an export (missing or wrong bearer token)")
             raise _Refusal(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
         sink = self._sink
-        if sink is None or not self._accepting:
-            self._count(sc.OUTCOME_THROTTLED)
-            raise _Refusal(grpc.StatusCode.UNAVAILABLE, "receiver is shutting down", retry=True)
-        if backpressure(sink):
-            self._count(sc.OUTCOME_THROTTLED)
-            self._log_once.warning("backpressure", "OTLP/gRPC receiver: judge backlog full, answering "
-                                   "UNAVAILABLE with RetryInfo so exporters back off")
-            raise _Refusal(grpc.StatusCode.UNAVAILABLE, "agent is busy; retry later", retry=True)
+        busy = self._admission.before_reading(sink, self._accepting)
+        if busy is not None:
+            raise _Refusal(grpc.StatusCode.UNAVAILABLE, busy.message, retry=True)
+        assert sink is not None  # before_reading refuses without one
         try:
             if len(request) > _THREAD_DECODE_BYTES:
                 async with self._decode_slot:
@@ -237,25 +235,9 @@ class OtlpGrpcReceiver:
             raise _Refusal(grpc.StatusCode.INTERNAL, "internal error while decoding the request") from None
         del request
 
-        if batch.rejected_spans:
-            self._metrics.dropped.labels(sc.DROP_MALFORMED_SPAN).inc(batch.rejected_spans)
-            self._log_once.warning("malformed_span", "OTLP/gRPC receiver: rejected %d malformed span(s): %s",
-                                   batch.rejected_spans, "; ".join(batch.errors[:3]))
-        if batch.spans:
-            async with self._submit_lock:
-                if not admits(sink, batch.spans):
-                    self._count(sc.OUTCOME_THROTTLED)
-                    self._log_once.warning("admission", "OTLP/gRPC receiver: the judge backlog cannot take this "
-                                           "export's traces; answering UNAVAILABLE with RetryInfo")
-                    raise _Refusal(grpc.StatusCode.UNAVAILABLE, "agent is busy; retry later", retry=True)
-                self._metrics.spans_received.labels(self.name).inc(len(batch.spans))
-                try:
-                    await submit_in_slices(sink, batch.spans)
-                except Exception:  # noqa: BLE001  # the sink must not raise; if it does, the client should retry
-                    self._count(sc.OUTCOME_REJECTED)
-                    self._log_once.warning("submit", "OTLP/gRPC receiver: sink.submit failed", exc_info=True)
-                    raise _Refusal(grpc.StatusCode.UNAVAILABLE, "agent failed to accept spans", retry=True) from None
-        self._count(sc.OUTCOME_PARTIAL if batch.rejected_spans else sc.OUTCOME_OK)
+        busy = await self._admission.hand_over(sink, batch)
+        if busy is not None:
+            raise _Refusal(grpc.StatusCode.UNAVAILABLE, busy.message, retry=True)
         return _export_response(batch)
 
     def _decode(self, message: bytes) -> SpanBatch:
@@ -264,7 +246,7 @@ class OtlpGrpcReceiver:
                                      max_bytes=self._max_body, latency_only=self._latency_only)
 
     def _count(self, outcome: str) -> None:
-        self._metrics.requests_received.labels(self.name, outcome).inc()
+        self._admission.count(outcome)
 
 
 def _authorization(context: grpc.aio.ServicerContext[bytes, bytes]) -> str | None:

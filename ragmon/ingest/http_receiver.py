@@ -56,7 +56,8 @@ from .. import semconv as sc
 from .._log import LogOnce
 from .._security import BearerToken, server_ssl_context
 from ..errors import ConfigError, DecodeError
-from .handover import admits, backpressure, latency_only_of, submit_in_slices
+from .admission import Busy, ExportAdmission
+from .handover import latency_only_of
 from .otlp import CONTENT_TYPE_JSON, CONTENT_TYPE_PROTOBUF, SpanBatch, decode_export_request, media_type
 from .otlp_light import LatencyOnly
 from .settings import HttpReceiverSettings
@@ -113,7 +114,7 @@ class OtlpHttpReceiver:
         self._in_flight = 0
         self._budget = _BodyBudget(_BODY_BUDGET_FACTOR * self._max_body)
         self._decode_slot = asyncio.Semaphore(1)  # large bodies are decoded one at a time
-        self._submit_lock = asyncio.Lock()
+        self._admission = ExportAdmission(self.name, "OTLP receiver", "503 Retry-After", metrics, self._log_once)
         self._idle = asyncio.Event()
         self._idle.set()
 
@@ -237,16 +238,10 @@ class OtlpHttpReceiver:
             response.force_close()  # do not read (or keep a connection for) an unauthenticated body
             return response
         sink = self._sink
-        if sink is None or not self._accepting:
-            self._count(sc.OUTCOME_THROTTLED)
-            return _status_response(503, _RPC_UNAVAILABLE, "receiver is shutting down", response_type,
-                                    headers={hdrs.RETRY_AFTER: str(RETRY_AFTER_S)})
-        if backpressure(sink):
-            self._count(sc.OUTCOME_THROTTLED)
-            self._log_once.warning("backpressure", "OTLP receiver: judge backlog full, answering 503 "
-                                   "Retry-After so exporters back off")
-            return _status_response(503, _RPC_UNAVAILABLE, "agent is busy; retry later", response_type,
-                                    headers={hdrs.RETRY_AFTER: str(RETRY_AFTER_S)})
+        busy = self._admission.before_reading(sink, self._accepting)
+        if busy is not None:
+            return _retry_later(busy, response_type)
+        assert sink is not None  # before_reading refuses without one
         try:
             with self._budget.reservation() as reservation:
                 try:
@@ -266,37 +261,16 @@ class OtlpHttpReceiver:
             self._count(sc.OUTCOME_THROTTLED)
             self._log_once.warning("body_budget", "OTLP receiver: %d bytes of request bodies in progress; "
                                    "answering 503 Retry-After", self._budget.used)
-            return _status_response(503, _RPC_UNAVAILABLE, "too many large requests in progress; retry later",
-                                    response_type, headers={hdrs.RETRY_AFTER: str(RETRY_AFTER_S)})
+            return _retry_later(Busy("too many large requests in progress; retry later"), response_type)
         except Exception:  # noqa: BLE001  # a bug of ours, not the client's fault: answer, count, log once
             self._count(sc.OUTCOME_REJECTED)
             self._log_once.warning("internal", "OTLP receiver: internal error while decoding", exc_info=True)
             return _status_response(500, _RPC_INTERNAL, "internal error while decoding the request",
                                     response_type)
 
-        if batch.rejected_spans:
-            self._metrics.dropped.labels(sc.DROP_MALFORMED_SPAN).inc(batch.rejected_spans)
-            self._log_once.warning("malformed_span", "OTLP receiver: rejected %d malformed span(s): %s",
-                                   batch.rejected_spans, "; ".join(batch.errors[:3]))
-        if batch.spans:
-            async with self._submit_lock:
-                if not admits(sink, batch.spans):
-                    # Nothing of this export was accepted: the client retries it later, instead of
-                    # an answer 200 followed by skips{backlog_full} that no exporter ever retries.
-                    self._count(sc.OUTCOME_THROTTLED)
-                    self._log_once.warning("admission", "OTLP receiver: the judge backlog cannot take this "
-                                           "export's traces; answering 503 Retry-After")
-                    return _status_response(503, _RPC_UNAVAILABLE, "agent is busy; retry later", response_type,
-                                            headers={hdrs.RETRY_AFTER: str(RETRY_AFTER_S)})
-                self._metrics.spans_received.labels(self.name).inc(len(batch.spans))
-                try:
-                    await submit_in_slices(sink, batch.spans)
-                except Exception:  # noqa: BLE001  # the sink must not raise; if it does, the client should retry
-                    self._count(sc.OUTCOME_REJECTED)
-                    self._log_once.warning("submit", "OTLP receiver: sink.submit failed", exc_info=True)
-                    return _status_response(503, _RPC_UNAVAILABLE, "agent failed to accept spans", response_type,
-                                            headers={hdrs.RETRY_AFTER: str(RETRY_AFTER_S)})
-        self._count(sc.OUTCOME_PARTIAL if batch.rejected_spans else sc.OUTCOME_OK)
+        busy = await self._admission.hand_over(sink, batch)
+        if busy is not None:
+            return _retry_later(busy, response_type)
         return _export_response(batch, response_type)
 
     def _read_timed_out(self, response_type: str) -> web.Response:
@@ -359,7 +333,7 @@ class OtlpHttpReceiver:
         return _status_response(http_status, rpc_code, str(exc), response_type)
 
     def _count(self, outcome: str) -> None:
-        self._metrics.requests_received.labels(self.name, outcome).inc()
+        self._admission.count(outcome)
 
 
 # --- helpers ------------------------------------------------------------------------------------
@@ -450,6 +424,12 @@ def _export_response(batch: SpanBatch, content_type: str) -> web.Response:
         response.partial_success.rejected_spans = batch.rejected_spans
         response.partial_success.error_message = "; ".join(batch.errors)
     return web.Response(status=200, body=_encode(response, content_type), content_type=content_type)
+
+
+def _retry_later(busy: Busy, content_type: str) -> web.Response:
+    """503 with Retry-After: the export was not taken, send it again later."""
+    return _status_response(503, _RPC_UNAVAILABLE, busy.message, content_type,
+                            headers={hdrs.RETRY_AFTER: str(RETRY_AFTER_S)})
 
 
 def _status_response(http_status: int, rpc_code: int, message: str, content_type: str,
