@@ -218,8 +218,7 @@ def run(args: argparse.Namespace) -> int:
 def run_fit(args: argparse.Namespace, judge: Judge, rows: list[LabelledRow]) -> int:
     """``--fit PROFILE.json``: cross-validated refit of the local judge on ``rows``."""
     from .calibration.fit import TooFewLabels, fit_profile, format_fits
-    from .scoring.local import LocalJudge
-    from .scoring.local._profile import save_profile
+    from .scoring.local import LocalJudge, save_profile
 
     if not isinstance(judge, LocalJudge):
         print("ragmon calibrate: --fit fits the local judge; use --judge local", file=sys.stderr)

@@ -57,37 +57,6 @@ def agent_help_group(setting: Setting) -> str:
     return AGENT_HELP_OTHER
 
 
-def agent_metavar(setting: Setting) -> str:
-    """A metavar that says what to write (PORT, SECONDS, PATH, ...) instead of VALUE."""
-    if setting.choices:
-        return "{" + ",".join(setting.choices) + "}"
-    stem = setting.env.removeprefix("RAGMON_")
-    parse = getattr(setting.parse, "__name__", "")
-    default = setting.default
-    rules: tuple[tuple[bool, str], ...] = (
-        ("port" in parse, "PORT"),
-        (parse == "parse_bool", "BOOL"),
-        (parse == "parse_rate_map", "PIPELINE=RATE,..."),
-        (parse == "parse_rename_rules", "REGEX=NAME,..."),
-        (parse == "parse_csv", "A,B,..."),
-        (stem.endswith("_HOST"), "HOST"),
-        (stem.endswith(("_FILE", "_PATH", "_CAFILE", "_CERTFILE", "_KEYFILE")) or stem == "EXPORT_JUDGED", "PATH"),
-        (stem.endswith("_URL"), "URL"),
-        (stem.endswith(("_TOKEN", "_API_KEY", "_PASSWORD")), "SECRET"),
-        (stem.endswith("_S") or parse == "parse_duration_s", "SECONDS"),
-        (stem.endswith("_BYTES"), "BYTES"),
-        (stem.endswith("_CHARS"), "CHARS"),
-        (stem.endswith("_SHA256"), "SHA256"),
-        (stem.endswith(("_THRESHOLD", "_RATE", "_ALPHA", "_POWER", "_DROP", "_SCORE")), "FRACTION"),
-        (stem.endswith(("_MODEL", "_PROFILE", "_ATTRIBUTE", "_SERVERS", "_TOPIC", "_ID", "_MECHANISM",
-                        "_USERNAME", "_PROTOCOL")), "NAME"),
-        (isinstance(default, bool), "BOOL"),
-        (isinstance(default, int), "N"),
-        (isinstance(default, float), "NUMBER"),
-    )
-    return next((metavar for matches, metavar in rules if matches), "TEXT")
-
-
 def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     used = {agent_help_group(setting) for setting in AGENT_SETTINGS}
     titles = [title for title, _ in AGENT_HELP_GROUPS] + [AGENT_HELP_OTHER]
@@ -99,7 +68,7 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
             *setting.aliases,
             dest=setting.name,
             default=None,
-            metavar=agent_metavar(setting),
+            metavar=setting.metavar,
             help=f"{setting.help} [env {setting.env}; default {shown}]",
         )
 

@@ -1,4 +1,5 @@
-"""Every ``RAGMON_*`` environment variable the SDK reads, and the one boolean parser.
+"""Every ``RAGMON_*`` environment variable outside the agent's settings table (the SDK's, ``ragmon
+dataset synth``'s), ``read`` for them, and the one boolean parser.
 
 Explicit argument > environment variable > default, everywhere. The agent's variables are one
 per setting of its table (``ragmon.config.AGENT_SETTINGS``: name, env var and flag generated
@@ -9,6 +10,7 @@ OpenTelemetry SDK. This module imports only the standard library.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Final
 
@@ -46,6 +48,21 @@ KAFKA_EXPORTER_OPTIONS: Final[Mapping[str, str]] = {
     "ssl_certfile": "RAGMON_KAFKA_SSL_CERTFILE",
     "ssl_keyfile": "RAGMON_KAFKA_SSL_KEYFILE",
 }
+
+# --- ragmon dataset synth: the question generator's LLM (else the judge's settings) -----------
+SYNTH_BASE_URL: Final = "RAGMON_SYNTH_BASE_URL"
+"""OpenAI-compatible base URL of the generator; else ``RAGMON_JUDGE_BASE_URL``."""
+SYNTH_MODEL: Final = "RAGMON_SYNTH_MODEL"
+"""The generator's chat model."""
+SYNTH_API_KEY: Final = "RAGMON_SYNTH_API_KEY"
+"""The generator's API key (never logged); else ``RAGMON_JUDGE_API_KEY``."""
+
+
+def read(name: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """The variable's value with surrounding blanks removed; None when unset or blank."""
+    value = (os.environ if environ is None else environ).get(name, "").strip()
+    return value or None
+
 
 _TRUE: Final = frozenset({"1", "true", "yes", "on"})
 _FALSE: Final = frozenset({"0", "false", "no", "off"})

@@ -38,12 +38,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def read_traces(data: bytes) -> tuple[list[RagTrace], list[str]]:
     """Decode and assemble every trace in ``data`` (file order); problems as messages. Pure."""
-    from .evaluation.traces_file import _documents  # the same file layouts as `ragmon eval --traces`
+    from .evaluation.traces_file import file_payloads  # the same file layouts as `ragmon eval --traces`
 
     problems: list[str] = []
     layout_problems: list[Any] = []
     spans_by_trace: dict[str, dict[str, SpanRecord]] = {}
-    for line, payload in _documents(data, layout_problems):
+    for line, payload in file_payloads(data, layout_problems):
         try:
             batch = decode_traces_payload(payload, "otlp_json")
         except DecodeError as exc:

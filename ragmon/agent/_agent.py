@@ -25,7 +25,7 @@ from ..sampling.power import JudgeCost, PowerSampler, PowerTarget
 from ..sampling.sampler import SamplingPolicy
 from ..scoring.judge import Judge
 from ._lifecycle import LifecycleMixin
-from ._state import ScoreListener, _RecentIds, log
+from ._state import RecentIds, ScoreListener, log
 
 
 class Agent(LifecycleMixin):
@@ -81,7 +81,7 @@ class Agent(LifecycleMixin):
         self._worst = WorstTraces(config.worst_size, config.worst_max_chars, clock=clock)
         self._inspector = (RecentTraces(config.trace_inspector_size, config.trace_inspector_max_chars)
                            if config.trace_inspector else None)
-        self._recent = _RecentIds(config.dedup_size)
+        self._recent = RecentIds(config.dedup_size)
         self._p95: dict[tuple[str, str, str], SlidingQuantile] = {}
         self._series: dict[tuple[str, str], Any] = {}
         self._series_raw: dict[tuple[str, str], Any] = {}
@@ -89,7 +89,7 @@ class Agent(LifecycleMixin):
         self._batching = 0
         self._listeners: list[ScoreListener] = []
         if config.export_judged:  # judged traces for `ragmon dataset harvest` (bounded, rotating JSONL)
-            from ..datasets.harvest import JudgedSink
+            from ..export.judged import JudgedSink
 
             self._listeners.append(JudgedSink(config.export_judged, config.export_judged_max_bytes))
         self._log_once = LogOnce(log)

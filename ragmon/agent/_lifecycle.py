@@ -14,7 +14,7 @@ from ..export.server import MetricsServer
 from ..ingest.settings import HttpReceiverSettings, KafkaSourceSettings
 from ..ingest.source import SpanSource
 from ..scoring.judge import CIRCUIT_CLOSED, Judge
-from ._state import _CANCEL_RETRY_S, _CANCEL_ROUNDS, _EXPIRY_TICK_S, ScoreListener, log
+from ._state import CANCEL_RETRY_S, CANCEL_ROUNDS, EXPIRY_TICK_S, ScoreListener, log
 from ._steps import TraceStepsMixin
 
 
@@ -113,12 +113,12 @@ class LifecycleMixin(TraceStepsMixin):
         stop() waiting forever. A worker that ignores every round is abandoned (logged); its trace
         is accounted below and anything it reports later is ignored (see ``_judge_one``)."""
         pending = set(self._tasks)
-        for _ in range(_CANCEL_ROUNDS):
+        for _ in range(CANCEL_ROUNDS):
             if not pending:
                 break
             for task in pending:
                 task.cancel()
-            _done, pending = await asyncio.wait(pending, timeout=_CANCEL_RETRY_S)
+            _done, pending = await asyncio.wait(pending, timeout=CANCEL_RETRY_S)
         if pending:
             log.error("%d judge worker(s) ignored cancellation; abandoning them", len(pending))
         self._tasks.clear()
@@ -155,7 +155,7 @@ class LifecycleMixin(TraceStepsMixin):
 
     # ------------------------------------------------------------------ housekeeping
     async def _expiry_loop(self) -> None:
-        tick = min(_EXPIRY_TICK_S, self.config.trace_timeout_s / 4)
+        tick = min(EXPIRY_TICK_S, self.config.trace_timeout_s / 4)
         while True:
             await asyncio.sleep(tick)
             try:

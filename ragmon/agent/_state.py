@@ -30,12 +30,12 @@ from ..types import RagTrace, Scores
 log = logging.getLogger("ragmon.agent")
 
 ScoreListener = Callable[[RagTrace, Scores, str], None]
-_EXPIRY_TICK_S = 0.25
-_CANCEL_RETRY_S = 0.1  # stop(): cancel again after this long (a cancellation can be swallowed)
-_CANCEL_ROUNDS = 50  # ... and give up on a worker that ignores this many (its trace is accounted anyway)
+EXPIRY_TICK_S = 0.25
+CANCEL_RETRY_S = 0.1  # stop(): cancel again after this long (a cancellation can be swallowed)
+CANCEL_ROUNDS = 50  # ... and give up on a worker that ignores this many (its trace is accounted anyway)
 
 
-class _RecentIds(OrderedDict[str, None]):
+class RecentIds(OrderedDict[str, None]):
     """Bounded memory of accounted trace ids, to recognise redelivered traces (``in`` is the
     dict's own: asked for every trace)."""
 
@@ -71,7 +71,7 @@ class AgentState:
     _thresholds: dict[str, float]
     _worst: WorstTraces
     _inspector: RecentTraces | None
-    _recent: _RecentIds
+    _recent: RecentIds
     _p95: dict[tuple[str, str, str], SlidingQuantile]
     _series: dict[tuple[str, str], Any]  # (service, pipeline) -> metric children (_latency._Series)
     _series_raw: dict[tuple[str, str], Any]  # ... the same, by the trace's own service and pipeline

@@ -1,1 +1,10 @@
-"""Measure a judge against human labels: statistics (``stats``) and the ``calibrate`` run."""
+"""Measure a judge against human labels (``ragmon calibrate``, docs/judges.md).
+
+- ``dataset``  labelled rows (JSONL): read, validated, malformed lines reported with their number
+- ``stats``    agreement statistics (ROC AUC, balanced accuracy, kappa, best threshold) and ranking
+               metrics, on ``ragmon eval``'s IR functions and bootstrap (``evaluation.ir``/``stats``)
+- ``report``   the per-metric report: JSON and the terminal table
+- ``fit``      ``--fit``: the local judge refitted to the labels (cross-validated), as a judge profile
+
+The command itself is ``ragmon/calibrate.py``.
+"""

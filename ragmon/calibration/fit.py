@@ -20,11 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from ..scoring.local import LocalJudge
+from ..scoring.local import JudgeProfile, LocalJudge, online_values
 from ..scoring.local import coefficients as coef
 from ..scoring.local import model as local_model
-from ..scoring.local._online import online_values
-from ..scoring.local._profile import JudgeProfile
 from . import stats
 from .dataset import LabelledRow
 

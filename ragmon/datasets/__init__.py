@@ -10,7 +10,10 @@
   provenance. Split into :mod:`.synth_options` (kinds, drop reasons, options, counts),
   :mod:`.synth_parse` (reply parsing), :mod:`.synth_search` (distractors, multi-hop pairing) and
   :mod:`.synth_rows` (row assembly, provenance); :mod:`.synth` runs the loop and re-exports the API.
-* :mod:`.harvest` — the agent's ``--export-judged`` sink and ``ragmon dataset harvest``.
+* :mod:`.harvest` — ``ragmon dataset harvest``: candidates from the agent's judged traces
+  (written by ``ragmon.export.judged``, ``--export-judged``).
+* :mod:`.dataset_command` / :mod:`.chunking_command` — the ``ragmon dataset`` and ``ragmon chunking``
+  commands.
 * :mod:`.label` — ``ragmon dataset label``: terminal labelling that stops and resumes.
 """
 
@@ -18,13 +21,12 @@ from __future__ import annotations
 
 from .chunking import Chunk, ChunkingConfig, chunk_corpus, parse_chunk_id
 from .corpus import CorpusDoc, load_corpus
-from .harvest import JudgedSink, harvest
+from .harvest import harvest
 
 __all__ = [
     "Chunk",
     "ChunkingConfig",
     "CorpusDoc",
-    "JudgedSink",
     "chunk_corpus",
     "harvest",
     "load_corpus",

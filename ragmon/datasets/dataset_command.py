@@ -11,23 +11,36 @@ import json
 import logging
 import os
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import env
+from ..config import load_section
 from ..errors import ConfigError, EvalInputError, ModelError
 from ..evaluation.goldenset import load_golden_set
+from ..export.judged import sink_files
 from .chunking import MODES, ChunkingConfig
 from .corpus import load_corpus
-from .harvest import harvest, read_judged, sink_files
+from .harvest import harvest, read_judged
 from .synth import ADVERSARIAL, FACTOID, MULTI_HOP, Synthesizer, SynthOptions
 
 EXIT_OK = 0
 EXIT_SHORT = 1
 EXIT_USAGE = 2
 
-ENV_BASE_URL = "RAGMON_SYNTH_BASE_URL"
-ENV_MODEL = "RAGMON_SYNTH_MODEL"
-ENV_API_KEY = "RAGMON_SYNTH_API_KEY"
+ENV_BASE_URL = env.SYNTH_BASE_URL
+ENV_MODEL = env.SYNTH_MODEL
+ENV_API_KEY = env.SYNTH_API_KEY
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeFallback:
+    """The judge's settings the generator falls back to, read through the agent's settings table."""
+
+    judge_base_url: str | None
+    judge_model: str | None
+    judge_api_key: str | None = field(repr=False)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -112,13 +125,14 @@ def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
 def synth_settings(args: argparse.Namespace) -> Any:
     from ..scoring.llm import LlmJudgeSettings
 
-    base_url = args.base_url or os.environ.get(ENV_BASE_URL) or os.environ.get("RAGMON_JUDGE_BASE_URL")
-    model = args.model or os.environ.get(ENV_MODEL)
+    judge = load_section(JudgeFallback)
+    base_url = args.base_url or env.read(ENV_BASE_URL) or judge.judge_base_url
+    model = args.model or env.read(ENV_MODEL)
     if not base_url or not base_url.startswith(("http://", "https://")):
         raise ConfigError(f"--base-url / {ENV_BASE_URL}", f"an http(s) URL is required, got {base_url!r}")
     if not model:
         raise ConfigError(f"--model / {ENV_MODEL}", "the generator model is required")
-    api_key = os.environ.get(ENV_API_KEY) or os.environ.get("RAGMON_JUDGE_API_KEY")
+    api_key = env.read(ENV_API_KEY) or judge.judge_api_key
     return LlmJudgeSettings(base_url=base_url, model=model, api_key=api_key, timeout_s=args.timeout,
                             max_retries=args.max_retries, concurrency=max(1, args.concurrency),
                             max_completion_tokens=512)
@@ -132,7 +146,7 @@ def run_synth(args: argparse.Namespace) -> int:
         settings = synth_settings(args)
         options = SynthOptions(
             n=args.n, kinds=kinds, generator_model=settings.model,
-            judge_model=args.judge_model or os.environ.get("RAGMON_JUDGE_MODEL"), rater_model=args.rater_model,
+            judge_model=args.judge_model or load_section(JudgeFallback).judge_model, rater_model=args.rater_model,
             check_answers=not args.no_answer_check, min_realism=args.min_realism, dedup_threshold=args.dedup_threshold,
             chunking=ChunkingConfig.from_fraction(args.chunk_size, args.chunk_overlap, mode=args.chunk_mode,
                                                   title_prefix=not args.no_title, count_title=args.count_title),

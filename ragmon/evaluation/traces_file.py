@@ -68,7 +68,7 @@ def parse_traces(data: bytes, rows: Rows, *, doc_id_field: str | None = None) ->
     problems: list[RowProblem] = []
     traces: dict[str, dict[str, SpanRecord]] = {}  # trace id -> span id -> span (file order)
     first_line: dict[str, int] = {}
-    for line, payload in _documents(data, problems):
+    for line, payload in file_payloads(data, problems):
         try:
             batch = decode_traces_payload(payload, "otlp_json")
         except DecodeError as exc:
@@ -120,7 +120,7 @@ def normalize_question(text: str) -> str:
 
 
 # --- file layout ----------------------------------------------------------------------------------------
-def _documents(data: bytes, problems: list[RowProblem]) -> Iterator[tuple[int, bytes]]:
+def file_payloads(data: bytes, problems: list[RowProblem]) -> Iterator[tuple[int, bytes]]:
     """(line number, one OTLP/JSON object as bytes): JSON lines, or one document / array."""
     lines = data.splitlines()
     filled = [(n, raw) for n, raw in enumerate(lines, start=1) if raw.strip()]

@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..config import check_judge_endpoint, load_section
+from ..config import load_section
+from ..config_checks import check_judge_endpoint
 from .judge import Judge, JudgeMetrics
 
 if TYPE_CHECKING:

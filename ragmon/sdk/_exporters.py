@@ -33,7 +33,7 @@ _OTLP_TIMEOUT_ENVS = ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_T
 _OTLP_ENDPOINT_ENVS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 
 
-def _exporter_name(exporter: str | None) -> str:
+def exporter_name(exporter: str | None) -> str:
     if exporter is not None:
         name = str(exporter).strip().lower()
         if name not in EXPORTERS:

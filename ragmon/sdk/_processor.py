@@ -119,8 +119,8 @@ class _State:
         self.atexit_registered = False
 
 
-_STATE = _State()
-_PROCESSORS: weakref.WeakKeyDictionary[Any, RagmonSpanProcessor] = weakref.WeakKeyDictionary()
+STATE = _State()
+PROCESSORS: weakref.WeakKeyDictionary[Any, RagmonSpanProcessor] = weakref.WeakKeyDictionary()
 
 
 def _resource(service_name: str | None) -> Resource:
@@ -130,12 +130,12 @@ def _resource(service_name: str | None) -> Resource:
     return Resource.create(attrs)
 
 
-def _resolve_provider(tracer_provider: Any, service_name: str | None, set_global: bool) -> tuple[Any, bool]:
+def resolve_provider(tracer_provider: Any, service_name: str | None, set_global: bool) -> tuple[Any, bool]:
     """(provider, owned by ragmon?)."""
     if tracer_provider is not None:
-        return tracer_provider, tracer_provider is _STATE.owned_provider
+        return tracer_provider, tracer_provider is STATE.owned_provider
     current = trace.get_tracer_provider()
-    if _STATE.owned_provider is not None and current is _STATE.owned_provider:
+    if STATE.owned_provider is not None and current is STATE.owned_provider:
         if service_name and current.resource.attributes.get(sc.SERVICE_NAME) != service_name:
             logger.warning("ragmon SDK: the global TracerProvider ragmon installed keeps service.name=%r; "
                            "a later init() cannot change it", current.resource.attributes.get(sc.SERVICE_NAME))
@@ -149,24 +149,24 @@ def _resolve_provider(tracer_provider: Any, service_name: str | None, set_global
     is_proxy = isinstance(current, trace.ProxyTracerProvider)
     if set_global and is_proxy:
         trace.set_tracer_provider(provider)
-        _STATE.owned_is_global = trace.get_tracer_provider() is provider
+        STATE.owned_is_global = trace.get_tracer_provider() is provider
     else:
-        _STATE.owned_is_global = False
+        STATE.owned_is_global = False
         if not is_proxy:
             logger.info("ragmon SDK: the global TracerProvider is not the OpenTelemetry SDK's (%s); "
                         "ragmon uses a private provider", type(current).__name__)
-    _STATE.owned_provider = provider
+    STATE.owned_provider = provider
     return provider, True
 
 
-def _processor_for(provider: Any, owned: bool) -> RagmonSpanProcessor | None:
-    processor = _PROCESSORS.get(provider)
+def processor_for(provider: Any, owned: bool) -> RagmonSpanProcessor | None:
+    processor = PROCESSORS.get(provider)
     if processor is None:
         add = getattr(provider, "add_span_processor", None)
         if add is None:
             return None
         processor = RagmonSpanProcessor(None if owned else _runtime.TRACER_NAME)
         add(processor)
-        _PROCESSORS[provider] = processor
+        PROCESSORS[provider] = processor
     return processor
 

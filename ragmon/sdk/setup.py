@@ -54,9 +54,9 @@ from ._exporters import (
     DEFAULT_EXPORTER,
     DEFAULT_OTLP_ENDPOINT,
     EXPORTERS,
-    _exporter_name,
     agent_span_exporter,
     build_exporter,
+    exporter_name,
     otlp_endpoint,
 )
 from ._kafka_options import (
@@ -67,7 +67,7 @@ from ._kafka_options import (
     KAFKA_ENV_OPTIONS,
     kafka_exporter_options,
 )
-from ._processor import _PROCESSORS, _STATE, RagmonSpanProcessor, _processor_for, _resolve_provider
+from ._processor import PROCESSORS, STATE, RagmonSpanProcessor, processor_for, resolve_provider
 
 __all__ = [
     "DEFAULT_EXPORTER",
@@ -171,7 +171,7 @@ def init(
     ragmon runs without it. Nothing here blocks.
     """
     settings = _settings(content_rate, redact, max_field_chars, max_documents, enabled, doc_id_keys)
-    name = _exporter_name(exporter)
+    name = exporter_name(exporter)
     if kafka_options and name != "kafka":
         raise TypeError(f"init() got unexpected keyword arguments {sorted(kafka_options)} "
                         f"(Kafka options need exporter='kafka')")
@@ -187,27 +187,27 @@ def init(
         except Exception as exc:
             _runtime.internal_error("exporter_setup", exc, f"exporter {name!r} unavailable, spans not exported")
             span_exporter = None
-        provider, owned = _resolve_provider(tracer_provider, service_name, set_global)
+        provider, owned = resolve_provider(tracer_provider, service_name, set_global)
         delegates: list[SpanProcessor] = []
         if span_exporter is not None:
             delegates.append(BatchSpanProcessor(span_exporter))
         if span_processor is not None:
             delegates.append(span_processor)
-        processor = _processor_for(provider, owned)
+        processor = processor_for(provider, owned)
         if processor is not None:
             processor.set_delegates(delegates)
         elif delegates:
             logger.warning("ragmon SDK: %s cannot take span processors; ragmon's exporter is not attached",
                            type(provider).__name__)
         tracer = _runtime.raise_attribute_limit(provider.get_tracer(_runtime.TRACER_NAME, __version__), settings)
-        _STATE.processor = processor
-        _STATE.provider = provider
-        _STATE.exporter = span_exporter
-        _STATE.user_processor = span_processor
+        STATE.processor = processor
+        STATE.provider = provider
+        STATE.exporter = span_exporter
+        STATE.user_processor = span_processor
         runtime.configure(settings, tracer)
-        if not _STATE.atexit_registered:
+        if not STATE.atexit_registered:
             atexit.register(shutdown, EXIT_FLUSH_MILLIS)
-            _STATE.atexit_registered = True
+            STATE.atexit_registered = True
         return provider
 
 
@@ -217,23 +217,23 @@ def _detach_locked(timeout_millis: int = 30_000, *, final: bool) -> bool:
     passed in is only flushed unless ``final`` (``shutdown()``), so a second ``init()`` may be
     handed the same exporter again."""
     ok = True
-    processor = _STATE.processor
+    processor = STATE.processor
     if processor is not None:
         delegates = processor.delegates
         processor.set_delegates(())  # stays attached to its provider, empty until the next init()
-        to_stop = [d for d in delegates if final or d is not _STATE.user_processor]
+        to_stop = [d for d in delegates if final or d is not STATE.user_processor]
         to_flush = [d for d in delegates if d not in to_stop]
         if delegates:
             ok = _finish_within(to_flush, to_stop, max(0.1, timeout_millis / 1000))
-    owned = _STATE.owned_provider
-    if owned is not None and _STATE.provider is owned and not _STATE.owned_is_global:
+    owned = STATE.owned_provider
+    if owned is not None and STATE.provider is owned and not STATE.owned_is_global:
         owned.shutdown()  # a private provider of ours (its processor is empty now): nobody else uses it
-        _PROCESSORS.pop(owned, None)
-        _STATE.owned_provider = None
-    _STATE.processor = None
-    _STATE.provider = None
-    _STATE.exporter = None
-    _STATE.user_processor = None
+        PROCESSORS.pop(owned, None)
+        STATE.owned_provider = None
+    STATE.processor = None
+    STATE.provider = None
+    STATE.exporter = None
+    STATE.user_processor = None
     return ok
 
 
@@ -289,7 +289,7 @@ def shutdown(timeout_millis: int = 30_000) -> bool:
 def flush(timeout_millis: int = 30_000) -> bool:
     """Export ragmon's pending spans now (e.g. before a short-lived job exits). Never raises."""
     try:
-        processor = _STATE.processor
+        processor = STATE.processor
         return processor.force_flush(timeout_millis) if processor is not None else True
     except Exception as exc:
         _runtime.internal_error("flush", exc)
@@ -298,9 +298,9 @@ def flush(timeout_millis: int = 30_000) -> bool:
 
 def active_exporter() -> SpanExporter | None:
     """The exporter the last ``init()`` built (None for ``exporter="none"`` or before init)."""
-    return _STATE.exporter
+    return STATE.exporter
 
 
 def active_provider() -> Any:
     """The TracerProvider ragmon's spans go to since the last ``init()``."""
-    return _STATE.provider
+    return STATE.provider

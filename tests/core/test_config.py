@@ -84,7 +84,7 @@ def test_flags_are_spelled_like_their_environment_variables_and_old_flags_still_
 
 def test_one_boolean_parser_for_agent_and_sdk(monkeypatch):
     from ragmon import env
-    from ragmon.config import parse_bool
+    from ragmon.config_values import parse_bool
     from ragmon.sdk import _runtime
 
     assert parse_bool is env.parse_bool

@@ -10,7 +10,7 @@ import pytest
 
 from ragmon import semconv as sc
 from ragmon.cli import build_parser, config_from_args
-from ragmon.config import parse_duration_s
+from ragmon.config_values import parse_duration_s
 from ragmon.sampling import in_sample
 from ragmon.sampling.power import PowerSampler, PowerTarget, detectable_drop, required_n
 from ragmon.sampling.sampler import SamplingPolicy

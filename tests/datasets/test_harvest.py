@@ -17,8 +17,9 @@ import ragmon
 from ragmon.agent import Agent
 from ragmon.cli import main
 from ragmon.config import load_agent_config
-from ragmon.datasets.harvest import JudgedSink, harvest, read_judged, sink_files
+from ragmon.datasets.harvest import harvest, read_judged
 from ragmon.evaluation.goldenset import load_golden_set
+from ragmon.export.judged import JudgedSink, sink_files
 from ragmon.scoring.llm import LlmJudge
 from ragmon.types import Document, RagTrace, Scores
 from tests.fakes.openai_server import FakeOpenAI

@@ -40,11 +40,11 @@ def clean_sdk(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for name in SDK_ENV:
         monkeypatch.delenv(name, raising=False)
     saved_global = (trace._TRACER_PROVIDER, trace._TRACER_PROVIDER_SET_ONCE)
-    saved_state = (setup._STATE.owned_provider, setup._STATE.owned_is_global)
+    saved_state = (setup.STATE.owned_provider, setup.STATE.owned_is_global)
     ragmon.shutdown()
     trace._TRACER_PROVIDER = None
     trace._TRACER_PROVIDER_SET_ONCE = Once()
-    setup._STATE.owned_provider, setup._STATE.owned_is_global = None, False
+    setup.STATE.owned_provider, setup.STATE.owned_is_global = None, False
     _runtime.RUNTIME.reset()
     _runtime._log_once = LogOnce(_runtime.logger)  # each test sees its own "first" warnings
     try:
@@ -52,7 +52,7 @@ def clean_sdk(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     finally:
         ragmon.shutdown()
         trace._TRACER_PROVIDER, trace._TRACER_PROVIDER_SET_ONCE = saved_global
-        setup._STATE.owned_provider, setup._STATE.owned_is_global = saved_state
+        setup.STATE.owned_provider, setup.STATE.owned_is_global = saved_state
         _runtime.RUNTIME.reset()
 
 

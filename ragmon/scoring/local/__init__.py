@@ -22,20 +22,22 @@ What it cannot do is read: a paraphrase that reverses the meaning without a nega
 a wrong causal link between two supported facts, or a claim that is true in the world but not
 stated in the contexts all look the same to it as faithful text. See docs/judges.md.
 
-Modules. Private (this package's API is ``__all__``): ``_encoder`` embeddings through the
-sentence cache, ``_analysis`` claims/evidence/context features (steps 1-3), ``_online`` the three
-online metrics (step 4), ``_offline`` the ``ragmon eval`` metrics, ``_judge`` the facade,
-``_profile`` judge profiles (``--fit``). Public building blocks, used by the dataset tools,
-calibration and bench/: ``claims`` claims, numbers, negations, names; ``evidence`` a claim's best
-evidence and its word/number/negation/name checks; ``embedder`` the MiniLM model (``assets/``
-holds its tokenizer); ``onnx_int8`` the int8 rewrite of its graph; ``model`` the interpretable
-features and how they combine; ``coefficients`` the fitted numbers (written by
-bench/fit_local_judge.py).
+Modules. Private (this package's API is ``__all__``): ``_encoder`` embeddings through the sentence
+cache, ``_analysis`` claims/evidence/context features (steps 1-3), ``_online`` the three online
+metrics (step 4), ``_offline`` the ``ragmon eval`` metrics, ``_judge`` the facade, ``_profile``
+judge profiles (``ragmon calibrate --fit`` fits them with ``online_values``). Public building
+blocks, used by the dataset tools, calibration and bench/: ``claims`` claims, numbers, negations,
+names; ``evidence`` a claim's best evidence and its word/number/negation/name checks; ``embedder``
+the MiniLM model (``assets/`` holds its tokenizer); ``onnx_int8`` the int8 rewrite of its graph;
+``model`` the interpretable features and how they combine; ``coefficients`` the fitted numbers
+(written by bench/fit_local_judge.py).
 """
 
 from __future__ import annotations
 
 from ._analysis import Analysis
 from ._judge import STAGES, LocalJudge
+from ._online import online_values
+from ._profile import JudgeProfile, load_profile, save_profile
 
-__all__ = ["STAGES", "Analysis", "LocalJudge"]
+__all__ = ["STAGES", "Analysis", "JudgeProfile", "LocalJudge", "load_profile", "online_values", "save_profile"]

@@ -1,0 +1,135 @@
+"""Value parsers of the settings table (``ragmon.config.AGENT_SETTINGS``): text -> typed value.
+
+Each raises ``ValueError`` with a short reason; the loader turns it into a ``ConfigError`` that
+names the setting and its variable. ``parse_bool`` is ``env.parse_bool``, the one boolean parser,
+shared with the SDK. Standard library only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from . import env
+
+Parser = Callable[[str], Any]
+
+parse_bool = env.parse_bool  # the one boolean parser, shared with the SDK
+
+
+def int_at_least(minimum: int) -> Parser:
+    def parse(text: str) -> int:
+        value = int(str(text).strip())
+        if value < minimum:
+            raise ValueError(f"must be >= {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+def float_in(lo: float, hi: float | None = None) -> Parser:
+    def parse(text: str) -> float:
+        value = float(str(text).strip())
+        if value != value or value < lo or (hi is not None and value > hi):
+            bound = f"[{lo}, {hi}]" if hi is not None else f">= {lo}"
+            raise ValueError(f"must be in {bound}, got {text!r}")
+        return value
+
+    return parse
+
+
+def parse_port(text: str) -> int:
+    value = int(str(text).strip())
+    if not 0 <= value <= 65535:
+        raise ValueError(f"must be a TCP port 0-65535, got {value}")
+    return value
+
+
+def choice(*choices: str) -> Parser:
+    def parse(text: str) -> str:
+        value = str(text).strip().lower()
+        if value not in choices:
+            raise ValueError(f"must be one of {', '.join(choices)}; got {text!r}")
+        return value
+
+    return parse
+
+
+def parse_csv(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in str(text).split(",") if part.strip())
+
+
+def parse_rate_map(text: str) -> Mapping[str, float]:
+    """``"checkout=0.05,search=0.5"`` -> per-pipeline rates."""
+    out: dict[str, float] = {}
+    for item in parse_csv(text):
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise ValueError(f"expected name=rate pairs, got {item!r}")
+        rate = float(value)
+        if not 0.0 <= rate <= 1.0:
+            raise ValueError(f"rate for {name.strip()!r} must be in [0, 1], got {value}")
+        out[name.strip()] = rate
+    return out
+
+
+def parse_rename_rules(text: str) -> Mapping[str, str]:
+    """``"RetrieverQueryEngine\\..*=docs-qa;RunnableSequence=support"`` -> ordered REGEX -> NAME
+    rules (``;`` or newlines between rules; the last ``=`` splits a rule; each regex compiled here)."""
+    out: dict[str, str] = {}
+    for item in str(text).replace("\n", ";").split(";"):
+        if not item.strip():
+            continue
+        pattern, sep, name = item.strip().rpartition("=")
+        if not sep or not pattern or not name.strip():
+            raise ValueError(f"expected REGEX=NAME rules separated by ';', got {item.strip()!r}")
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"bad regex {pattern!r}: {exc}") from exc
+        out[pattern] = name.strip()
+    return out
+
+
+_DURATION_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_duration_s(text: str) -> float:
+    """``"1h"``, ``"30m"``, ``"90s"``, ``"1d"`` or plain seconds -> seconds (> 0)."""
+    value = str(text).strip().lower()
+    unit = _DURATION_UNITS.get(value[-1:]) if value else None
+    seconds = float(value[:-1]) * unit if unit is not None else float(value)
+    if not seconds > 0 or seconds == float("inf"):
+        raise ValueError(f"must be a positive duration such as 1h, 30m or 900, got {text!r}")
+    return seconds
+
+
+def parse_optional_port(text: str) -> int | None:
+    """A TCP port, or off ('', 'off', 'none')."""
+    if str(text).strip().lower() in ("", "off", "none"):
+        return None
+    return parse_port(text)
+
+
+def parse_str(text: str) -> str:
+    return str(text)
+
+
+def parse_optional_str(text: str) -> str | None:
+    value = str(text).strip()
+    return value or None
+
+
+def parse_optional_float(text: str) -> float | None:
+    value = str(text).strip()
+    if not value:
+        return None
+    return float(value)
+
+
+parse_rate = float_in(0.0, 1.0)
+parse_positive_int = int_at_least(1)
+parse_nonnegative_int = int_at_least(0)
+parse_positive_float = float_in(1e-9)
+parse_nonnegative_float = float_in(0.0)
