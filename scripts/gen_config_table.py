@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ragmon.cli import _format_default
+from ragmon.agent.command import format_default
 from ragmon.config import AGENT_SETTINGS
 
 START, END = "<!-- config-table:start -->", "<!-- config-table:end -->"
@@ -19,7 +19,7 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 def table() -> str:
     rows = ["| env var | flag | default | meaning |", "| --- | --- | --- | --- |"]
     for s in AGENT_SETTINGS:
-        default = "***" if s.secret else _format_default(s.default)
+        default = "***" if s.secret else format_default(s.default)
         flags = " ".join(f"`{flag}`" for flag in (s.flag, *s.aliases))
         rows.append(f"| `{s.env}` | {flags} | `{default}` | {s.help.replace('|', '/')} |")
     return "\n".join(rows)

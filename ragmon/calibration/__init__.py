@@ -5,6 +5,5 @@
                metrics, on ``ragmon eval``'s IR functions and bootstrap (``evaluation.ir``/``stats``)
 - ``report``   the per-metric report: JSON and the terminal table
 - ``fit``      ``--fit``: the local judge refitted to the labels (cross-validated), as a judge profile
-
-The command itself is ``ragmon/calibrate.py``.
+- ``command``  ``ragmon calibrate``: score the labelled rows with a judge, print and write the report
 """

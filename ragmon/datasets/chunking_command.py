@@ -11,7 +11,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from ..errors import EvalInputError, ModelError
 from ..evaluation.command import positive_ints
@@ -21,6 +21,13 @@ from .chunking import MODES, ChunkingConfig, tokenize_corpus
 from .corpus import load_corpus
 from .grid import RETRIEVERS, GridOptions, GridResult, run_grid
 from .plot import grid_svg
+
+NAME: Final = "chunking"
+HELP: Final = "grid-search chunk size/overlap/mode against a golden set (Recall@k, NDCG@k)"
+DESCRIPTION: Final = (
+    "Re-chunk the corpus, re-index it (BM25 or MiniLM) and evaluate every configuration against the golden "
+    "set; print the table with the best row marked, write JSON and an SVG plot."
+)
 
 EXIT_OK = 0
 EXIT_USAGE = 2

@@ -13,7 +13,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from .. import env
 from ..config import load_section
@@ -24,6 +24,13 @@ from .chunking import MODES, ChunkingConfig
 from .corpus import load_corpus
 from .harvest import harvest, read_judged
 from .synth import ADVERSARIAL, FACTOID, MULTI_HOP, Synthesizer, SynthOptions
+
+NAME: Final = "dataset"
+HELP: Final = "build a golden set: synth (LLM) | harvest (production) | label (terminal)"
+DESCRIPTION: Final = (
+    "Build the golden set ragmon eval reads: generate questions from a corpus, harvest judged production "
+    "traces into candidates, label candidates in the terminal (docs/evaluation.md)."
+)
 
 EXIT_OK = 0
 EXIT_SHORT = 1

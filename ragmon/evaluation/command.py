@@ -14,7 +14,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from ..errors import ConfigError, EvalInputError, GateRuleError, ModelError, PushgatewayError
 from ..scoring.judge import Judge
@@ -28,6 +28,14 @@ from .markdown import render_markdown
 from .pushgateway import push_report
 from .run import EvalOptions, evaluate, parse_rules
 from .terminal import Progress, render_summary
+
+NAME: Final = "eval"
+HELP: Final = "evaluate a RAG app against a golden set (IR metrics, judges, CI gate)"
+DESCRIPTION: Final = (
+    "Run a golden set through your app (in-process, or recorded responses / OTLP traces), measure retrieval "
+    "against the gold documents and generation with the agent's judges, compare with a baseline and gate. "
+    "Exit 0 passed, 1 gate failed, 2 bad usage or input."
+)
 
 log = logging.getLogger("ragmon.eval")
 

@@ -37,7 +37,7 @@ def test_agent_help_documents_every_flag_and_env_var():
 
 
 def test_agent_help_is_grouped_by_section_with_meaningful_metavars():
-    from ragmon.cli import AGENT_HELP_GROUPS, AGENT_HELP_OTHER, agent_help_group
+    from ragmon.agent.command import AGENT_HELP_GROUPS, AGENT_HELP_OTHER, agent_help_group
 
     out = _ragmon("agent", "--help")
     assert out.returncode == 0

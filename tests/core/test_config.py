@@ -69,7 +69,8 @@ def test_every_setting_has_a_ragmon_env_var_and_help():
 def test_flags_are_spelled_like_their_environment_variables_and_old_flags_still_work():
     import argparse
 
-    from ragmon.cli import add_agent_arguments, config_from_args
+    from ragmon.agent.command import add_arguments as add_agent_arguments
+    from ragmon.agent.command import config_from_args
     from ragmon.config import AGENT_SETTINGS
 
     for setting in AGENT_SETTINGS:

@@ -9,7 +9,8 @@ import random
 import pytest
 
 from ragmon import semconv as sc
-from ragmon.cli import build_parser, config_from_args
+from ragmon.agent.command import config_from_args
+from ragmon.cli import build_parser
 from ragmon.config_values import parse_duration_s
 from ragmon.sampling import in_sample
 from ragmon.sampling.power import PowerSampler, PowerTarget, detectable_drop, required_n

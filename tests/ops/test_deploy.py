@@ -262,7 +262,8 @@ def test_agents_lock_worst_with_the_token_secret_and_keep_receivers_on_loopback(
 def test_agent_manifests_load_as_agent_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each agent container's args and environment, read by the agent's own command line: the
     flags exist, the values parse, and the sidecar's gRPC receiver shares the loopback host."""
-    from ragmon.cli import build_parser, config_from_args
+    from ragmon.agent.command import config_from_args
+    from ragmon.cli import build_parser
 
     all_docs = [d for p in CORE_MANIFESTS for d in docs(p)]
     config_maps = {d["metadata"]["name"]: d["data"] for d in all_docs if d["kind"] == "ConfigMap"}

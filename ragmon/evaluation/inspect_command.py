@@ -15,14 +15,22 @@ import argparse
 import asyncio
 import json
 import sys
-from typing import Any
+from typing import Any, Final
 
-from . import semconv as sc
-from .errors import DecodeError
-from .export.inspector import inspect_trace
-from .ingest.extract import build_rag_trace
-from .ingest.otlp import decode_traces_payload
-from .types import RagTrace, SpanRecord
+from .. import semconv as sc
+from ..errors import DecodeError
+from ..export.inspector import inspect_trace
+from ..ingest.extract import build_rag_trace
+from ..ingest.otlp import decode_traces_payload
+from ..types import RagTrace, SpanRecord
+
+NAME: Final = "inspect"
+HELP: Final = "show what the agent extracts from an OTLP/JSON traces file (and, optionally, judges)"
+DESCRIPTION: Final = (
+    "Decode and assemble the traces in an OTLP/JSON file as the agent does and print, per trace, the JSON the"
+    " agent serves at GET /traces/{trace_id}: question, contexts, answer, where each was read from, and with "
+    "--judge local the scores and verdict."
+)
 
 __all__ = ["add_arguments", "inspect_file", "run"]
 
@@ -38,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def read_traces(data: bytes) -> tuple[list[RagTrace], list[str]]:
     """Decode and assemble every trace in ``data`` (file order); problems as messages. Pure."""
-    from .evaluation.traces_file import file_payloads  # the same file layouts as `ragmon eval --traces`
+    from .traces_file import file_payloads  # the same file layouts as `ragmon eval --traces`
 
     problems: list[str] = []
     layout_problems: list[Any] = []
@@ -71,9 +79,9 @@ def inspect_file(data: bytes, *, judge: str = "none", trace_id: str | None = Non
 
 
 async def _judged(traces: list[RagTrace], max_chars: int) -> list[dict[str, Any]]:
-    from .config import load_agent_config
-    from .scoring.factory import JudgeSettings, build_judge
-    from .scoring.metrics.diagnosis import diagnose
+    from ..config import load_agent_config
+    from ..scoring.factory import JudgeSettings, build_judge
+    from ..scoring.metrics.diagnosis import diagnose
 
     config = load_agent_config({"judge": "local"}, environ={})
     judge = await asyncio.to_thread(build_judge, config.section(JudgeSettings), None)

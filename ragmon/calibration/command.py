@@ -16,13 +16,17 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Final, TextIO
 
-from .calibration.dataset import LabelledRow, RowError, read_rows
-from .calibration.report import Scored, build_report, format_table
-from .errors import ConfigError, JudgeError
-from .scoring.judge import Judge
-from .types import Document, RagTrace
+from ..errors import ConfigError, JudgeError
+from ..scoring.judge import Judge
+from ..types import Document, RagTrace
+from .dataset import LabelledRow, RowError, read_rows
+from .report import Scored, build_report, format_table
+
+NAME: Final = "calibrate"
+HELP: Final = "measure a judge against human labels (JSONL)"
+DESCRIPTION: Final = "Score labelled rows with a judge and report agreement with the human labels."
 
 DEFAULT_THRESHOLD = 0.5  # the agent's default diagnosis threshold for every metric
 
@@ -94,7 +98,7 @@ class Progress:
 
 def make_judge(args: argparse.Namespace) -> Judge:
     """The judge to measure; configuration errors raise ConfigError / ModelError."""
-    from .scoring.factory import build_judge, judge_settings
+    from ..scoring.factory import build_judge, judge_settings
 
     profile = getattr(args, "judge_profile", None)
     return build_judge(judge_settings({
@@ -217,8 +221,8 @@ def run(args: argparse.Namespace) -> int:
 
 def run_fit(args: argparse.Namespace, judge: Judge, rows: list[LabelledRow]) -> int:
     """``--fit PROFILE.json``: cross-validated refit of the local judge on ``rows``."""
-    from .calibration.fit import TooFewLabels, fit_profile, format_fits
-    from .scoring.local import LocalJudge, save_profile
+    from ..scoring.local import LocalJudge, save_profile
+    from .fit import TooFewLabels, fit_profile, format_fits
 
     if not isinstance(judge, LocalJudge):
         print("ragmon calibrate: --fit fits the local judge; use --judge local", file=sys.stderr)
