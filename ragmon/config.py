@@ -14,11 +14,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from . import doc_ids, env, quality
-from . import semconv as sc
+from . import doc_ids, quality
 from .config_checks import validate
 from .config_values import (
     Parser,
+    Setting,
     choice,
     float_in,
     int_at_least,
@@ -41,8 +41,6 @@ from .config_values import (
 from .errors import ConfigError
 
 _Section = TypeVar("_Section")
-
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,11 +116,9 @@ class AgentConfig:
     judge_model_sha256: str | None = None
     judge_int8: bool = True  # local judge: integer matrix products (scoring/local/onnx_int8.py); off = float32
     judge_profile: str | None = None  # local judge: weights/thresholds fitted by `ragmon calibrate --fit`
-    # diagnosis / error analysis: one diagnosis_<metric>_threshold per online metric of the
-    # quality table (ragmon/quality.py); the settings are generated from it, a test checks both agree
-    diagnosis_faithfulness_threshold: float = quality.BY_NAME[sc.METRIC_FAITHFULNESS].threshold
-    diagnosis_answer_relevancy_threshold: float = quality.BY_NAME[sc.METRIC_ANSWER_RELEVANCY].threshold
-    diagnosis_context_precision_threshold: float = quality.BY_NAME[sc.METRIC_CONTEXT_PRECISION].threshold
+    # diagnosis: metric -> threshold for every online metric of the quality table (ragmon/quality.py),
+    # each entry its own setting (diagnosis_<metric>_threshold), generated from the table
+    diagnosis: Mapping[str, float] = field(default_factory=lambda: {m.name: m.threshold for m in quality.ONLINE})
     worst_size: int = 50
     worst_max_chars: int = 500
     trace_inspector: bool = True  # GET /traces/{trace_id} on the metrics port
@@ -171,10 +167,7 @@ class AgentConfig:
 
     def diagnosis_thresholds(self) -> dict[str, float]:
         """Diagnosis threshold per quality metric: these settings for online metrics, else the table's."""
-        out = quality.default_thresholds()
-        for m in quality.ONLINE:
-            out[m.name] = getattr(self, f"diagnosis_{m.name}_threshold")
-        return out
+        return {**quality.default_thresholds(), **self.diagnosis}
 
     def redacted(self) -> dict[str, Any]:
         """Settings as a dict with secrets masked, for logs and /readyz."""
@@ -185,35 +178,12 @@ class AgentConfig:
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class Setting:
-    name: str  # AgentConfig field
-    env: str  # RAGMON_* variable
-    parse: Parser
-    metavar: str  # what to write in --help: PORT, SECONDS, PATH, {a,b} for a choice, ...
-    help: str
-    secret: bool = False
-    choices: tuple[str, ...] | None = None
-    extra_aliases: tuple[str, ...] = ()  # more flags for the same setting (--within for --detect-within-s)
-
-    @property
-    def flag(self) -> str:
-        """The flag spelled like the variable: RAGMON_SAMPLER_RATE <-> --sampler-rate."""
-        return "--" + self.env.removeprefix(env.PREFIX).lower().replace("_", "-")
-
-    @property
-    def aliases(self) -> tuple[str, ...]:
-        """Older flag spelled after the setting name (--sample-rate), still accepted."""
-        short = "--" + self.name.replace("_", "-")
-        return (() if short == self.flag else (short,)) + self.extra_aliases
-
-    @property
-    def default(self) -> Any:
-        f = AgentConfig.__dataclass_fields__[self.name]
-        if f.default is not dataclasses.MISSING:
-            return f.default
-        factory: Callable[[], Any] = f.default_factory  # type: ignore[assignment]
-        return factory()
+def _field_default(name: str) -> Any:
+    f = AgentConfig.__dataclass_fields__[name]
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    factory: Callable[[], Any] = f.default_factory  # type: ignore[assignment]
+    return factory()
 
 
 def _threshold_help(m: quality.QualityMetric) -> str:
@@ -225,7 +195,10 @@ def _s(name: str, env: str, parse: Parser, metavar: str | None, help: str, **kw:
     """One row of the table; a choice's metavar (None) lists its choices."""
     if metavar is None:
         metavar = "{" + ",".join(kw["choices"]) + "}"
-    return Setting(name=name, env=env, parse=parse, metavar=metavar, help=help, **kw)
+    entry = kw.get("entry")
+    if entry is not None:
+        return Setting(name, env, parse, metavar, help, lambda: _field_default(entry[0])[entry[1]], **kw)
+    return Setting(name, env, parse, metavar, help, lambda: _field_default(name), **kw)
 
 
 AGENT_SETTINGS: tuple[Setting, ...] = (
@@ -375,7 +348,7 @@ AGENT_SETTINGS: tuple[Setting, ...] = (
        "Local judge profile (JSON from `ragmon calibrate --fit`): combination and thresholds fitted to your "
        "domain."),
     *(_s(f"diagnosis_{m.name}_threshold", f"RAGMON_DIAGNOSIS_{m.name.upper()}_THRESHOLD", parse_rate,
-         "FRACTION", _threshold_help(m))
+         "FRACTION", _threshold_help(m), entry=("diagnosis", m.name))
       for m in quality.ONLINE),
     _s("worst_size", "RAGMON_WORST_SIZE", parse_nonnegative_int, "N",
        "Worst recently scored traces kept for /worst."),
@@ -456,20 +429,33 @@ def _convert(setting: Setting, raw: Any, origin: str) -> Any:
         ) from exc
 
 
+def _given(setting: Setting, overrides: Mapping[str, Any] | None, env: Mapping[str, str]) -> tuple[bool, Any]:
+    """(True, value) from an explicit override (None ignored) or the setting's variable; (False, None)."""
+    if overrides is not None and overrides.get(setting.name) is not None:
+        return True, _convert(setting, overrides[setting.name], "argument")
+    if setting.env in env:
+        return True, _convert(setting, env[setting.env], f"env {setting.env}")
+    return False, None
+
+
 def load_agent_config(
     overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None
 ) -> AgentConfig:
     """Explicit ``overrides`` (None values ignored) > ``RAGMON_*`` env > defaults; validated."""
-    env = os.environ if environ is None else environ
-    values: dict[str, Any] = {}
-    for setting in AGENT_SETTINGS:
-        if overrides is not None and overrides.get(setting.name) is not None:
-            values[setting.name] = _convert(setting, overrides[setting.name], "argument")
-        elif setting.env in env:
-            values[setting.name] = _convert(setting, env[setting.env], f"env {setting.env}")
     unknown = set(overrides or {}) - set(SETTINGS_BY_NAME)
     if unknown:
         raise ConfigError(", ".join(sorted(unknown)), "unknown setting")
+    env = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    for setting in AGENT_SETTINGS:
+        given, value = _given(setting, overrides, env)
+        if setting.entry is not None:  # one entry of a mapping field: the field's defaults, then this entry
+            mapping, key = setting.entry
+            values.setdefault(mapping, dict(_field_default(mapping)))
+            if given:
+                values[mapping][key] = value
+        elif given:
+            values[setting.name] = value
     config = AgentConfig(**values)
     validate(config)
     return config
@@ -482,18 +468,13 @@ def load_section(
     field is the setting of that name, explicit ``overrides`` (None ignored) > ``RAGMON_*`` > default.
 
     For commands that need one section only (``ragmon eval`` and ``calibrate``: the judge's)."""
-    env = os.environ if environ is None else environ
     names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
     unknown = set(overrides or {}) - set(names)
     if unknown:
         raise ConfigError(", ".join(sorted(unknown)), "unknown setting")
-    values: dict[str, Any] = {}
+    env = os.environ if environ is None else environ
+    values = {}
     for name in names:
-        setting = SETTINGS_BY_NAME[name]
-        if overrides is not None and overrides.get(name) is not None:
-            values[name] = _convert(setting, overrides[name], "argument")
-        elif setting.env in env:
-            values[name] = _convert(setting, env[setting.env], f"env {setting.env}")
-        else:
-            values[name] = setting.default
+        given, value = _given(SETTINGS_BY_NAME[name], overrides, env)
+        values[name] = value if given else SETTINGS_BY_NAME[name].default
     return cls(**values)

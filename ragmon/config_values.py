@@ -1,6 +1,7 @@
-"""Value parsers of the settings table (``ragmon.config.AGENT_SETTINGS``): text -> typed value.
+"""The row type of the settings table (``ragmon.config.AGENT_SETTINGS``) and its value parsers
+(text -> typed value).
 
-Each raises ``ValueError`` with a short reason; the loader turns it into a ``ConfigError`` that
+Each parser raises ``ValueError`` with a short reason; the loader turns it into a ``ConfigError`` that
 names the setting and its variable. ``parse_bool`` is ``env.parse_bool``, the one boolean parser,
 shared with the SDK. Standard library only.
 """
@@ -9,11 +10,44 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from . import env
 
 Parser = Callable[[str], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One agent setting: the ``AgentConfig`` field it fills, its ``RAGMON_*`` variable and flag, how
+    its text is parsed, what ``--help`` shows (metavar, help), and where its default comes from."""
+
+    name: str  # AgentConfig field (or, with ``entry``, the setting's own name)
+    env: str  # RAGMON_* variable
+    parse: Parser
+    metavar: str  # what to write in --help: PORT, SECONDS, PATH, {a,b} for a choice, ...
+    help: str
+    make_default: Callable[[], Any]  # the AgentConfig default (a fresh object each call)
+    secret: bool = False
+    choices: tuple[str, ...] | None = None
+    extra_aliases: tuple[str, ...] = ()  # more flags for the same setting (--within for --detect-within-s)
+    entry: tuple[str, str] | None = None  # (mapping field, key): one entry of a mapping field of AgentConfig
+
+    @property
+    def flag(self) -> str:
+        """The flag spelled like the variable: RAGMON_SAMPLER_RATE <-> --sampler-rate."""
+        return "--" + self.env.removeprefix(env.PREFIX).lower().replace("_", "-")
+
+    @property
+    def aliases(self) -> tuple[str, ...]:
+        """Older flag spelled after the setting name (--sample-rate), still accepted."""
+        short = "--" + self.name.replace("_", "-")
+        return (() if short == self.flag else (short,)) + self.extra_aliases
+
+    @property
+    def default(self) -> Any:
+        return self.make_default()
 
 parse_bool = env.parse_bool  # the one boolean parser, shared with the SDK
 

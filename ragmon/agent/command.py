@@ -12,7 +12,8 @@ import logging
 import signal
 from typing import Any, Final
 
-from ..config import AGENT_SETTINGS, AgentConfig, Setting, load_agent_config
+from ..config import AGENT_SETTINGS, AgentConfig, load_agent_config
+from ..config_values import Setting
 from ._agent import Agent
 
 NAME: Final = "agent"
