@@ -6,8 +6,8 @@ Runs the bundled MiniLM in float32 on sentences the fidelity table does not use 
 passages and questions, SciFact abstracts and claims from ``../shared/benchdata/retrieval``), in
 the judge's length-bucketed batches, and prints each int8-weight product's input range over the
 real tokens (padding rows left out), as the ``BUNDLED_RANGES`` table to paste into
-``onnx_int8.py``. Only ``onnx`` is needed beyond the runtime dependencies, to expose the
-products' inputs as graph outputs.
+``onnx_int8.py``; it exposes the products' inputs as graph outputs with the ``onnx`` package (a
+runtime dependency: the rewrite itself uses it).
 """
 
 from __future__ import annotations

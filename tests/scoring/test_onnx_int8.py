@@ -3,8 +3,13 @@ changes, and that its vectors stay close to the float32 path's."""
 
 from __future__ import annotations
 
+import logging
+import sys
+
 import numpy as np
+import onnx
 import pytest
+from google.protobuf.message import DecodeError
 
 from ragmon.scoring.local import LocalJudge, onnx_int8
 from ragmon.scoring.local.embedder import Embedder, bundled_model_path, shared_embedder
@@ -27,32 +32,44 @@ def model() -> bytes:
 
 
 def test_every_weight_product_and_gelu_of_the_bundled_model_is_rewritten(model: bytes) -> None:
-    graph = onnx_int8._parse(model)
-    products = onnx_int8._products(graph)
+    graph = onnx_int8.graph_of(onnx_int8.load(model))
+    products = onnx_int8.products(graph)
     assert len(products) == 36  # 6 layers x (query, key, value, output, two feed-forward)
     assert all(p.bias is not None for p in products)
     assert {p.matmul.name for p in products} == set(onnx_int8.BUNDLED_RANGES)
-    assert len(onnx_int8._gelus(graph)) == 6
+    assert len(onnx_int8.gelus(graph)) == 6
     rewritten, count = onnx_int8.int8_matmuls(model, onnx_int8.BUNDLED_RANGES)
     assert count == 36
-    before = [n.op for n in graph.nodes]
-    ops = [n.op for n in onnx_int8._parse(rewritten).nodes]
+    before = [n.op_type for n in graph.nodes]
+    after = onnx_int8.load(rewritten)
+    ops = [n.op_type for n in after.graph.node]
     # query, key and value share their input (and its range): quantized once per layer
     assert ops.count("MatMulIntegerToFloat") == 36 and ops.count("QuantizeLinear") == 36 - 2 * 6
     assert ops.count("Gelu") == 6 and "Erf" not in ops
     # each product's dequantization (Cast, Mul) and bias Add are gone; other nodes are kept
     assert ops.count("MatMul") == before.count("MatMul") - 36
     assert ops.count("Cast") == before.count("Cast") - 36
+    assert any(o.domain == "com.microsoft" for o in after.opset_import)
+    onnx.checker.check_model(after)  # a well-formed model (the contrib ops are not checked further)
 
 
 def test_a_model_without_known_ranges_is_left_alone(model: bytes) -> None:
     assert onnx_int8.int8_matmuls(model, {}) == (model, 0)
 
 
-def test_varints_round_trip() -> None:
-    for n in (0, 1, 127, 128, 300, 2**31, 2**63 - 1):
-        encoded = onnx_int8._put_varint(n)
-        assert onnx_int8._varint(encoded, 0) == (n, len(encoded))
+def test_bytes_that_are_not_a_model_are_refused() -> None:
+    with pytest.raises(DecodeError):
+        onnx_int8.int8_matmuls(b"\xff\xff not an onnx model", onnx_int8.BUNDLED_RANGES)
+
+
+def test_without_the_onnx_package_the_float32_model_runs(monkeypatch: pytest.MonkeyPatch,
+                                                         caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setitem(sys.modules, "onnx", None)  # `import onnx` now raises ImportError
+    with caplog.at_level(logging.WARNING, logger="ragmon.scoring.local.embedder"):
+        fallback = Embedder(int8=True)
+    assert not fallback.int8
+    assert "float32" in caplog.text and "int8" in caplog.text
+    assert np.array_equal(fallback.embed(SENTENCES), shared_embedder().embed(SENTENCES))
 
 
 def test_int8_vectors_stay_close_to_float32() -> None:

@@ -12,6 +12,7 @@ sentence-transformers/all-MiniLM-L6-v2) ships inside ragmon.
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
 from collections.abc import Sequence
 from functools import lru_cache
@@ -27,6 +28,8 @@ BUNDLED_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab0
 MAX_TOKENS = 128  # the length all-MiniLM-L6-v2 was trained with
 EMBEDDING_DIM = 384
 
+log = logging.getLogger(__name__)
+
 
 class TokenStates(NamedTuple):
     """Per-token unit vectors of one text (float16, [CLS]/[SEP] dropped) and their WordPiece ids."""
@@ -36,6 +39,26 @@ class TokenStates(NamedTuple):
 
 
 NO_TOKENS = TokenStates(np.zeros((0, EMBEDDING_DIM), dtype=np.float16), np.zeros(0, dtype=np.int64))
+
+
+def _int8_model(path: Path) -> bytes | None:
+    """The bundled model rewritten for int8 kernels (``onnx_int8``), or None when it cannot be: another
+    model (the ranges are the bundled model's), no ``onnx`` package, or a graph the rewrite does not
+    recognise — then the float32 model runs, and the log says why once."""
+    model = path.read_bytes()
+    if hashlib.sha256(model).hexdigest() != BUNDLED_MODEL_SHA256:
+        return None
+    try:
+        from .onnx_int8 import BUNDLED_RANGES, int8_matmuls
+
+        rewritten, count = int8_matmuls(model, BUNDLED_RANGES)
+    except Exception as exc:  # noqa: BLE001  # ImportError without onnx, a protobuf error, a graph it does not know
+        log.warning("local judge: cannot rewrite the model for int8 kernels (%r); running the float32 model", exc)
+        return None
+    if not count:
+        log.warning("local judge: no int8 product found in the bundled model; running the float32 model")
+        return None
+    return rewritten
 
 
 def bundled_model_path() -> Path:
@@ -103,26 +126,24 @@ class Embedder:
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         self.int8 = False
-        try:
-            source: str | bytes = str(path)
-            disabled: list[str] = []
-            if int8:
-                from .onnx_int8 import BUNDLED_RANGES, int8_matmuls
-
-                model = path.read_bytes()
-                if hashlib.sha256(model).hexdigest() == BUNDLED_MODEL_SHA256:  # the ranges are this model's
-                    rewritten, count = int8_matmuls(model, BUNDLED_RANGES)
-                    if count:
-                        source, self.int8 = rewritten, True
-                        # onnxruntime's fused SkipLayerNormalization kernel costs ~8x its Add +
-                        # LayerNormalization here (a sixth of the int8 model's time); the float32
-                        # path keeps it, so its vectors stay bit-identical to earlier releases
-                        disabled = ["SkipLayerNormFusion"]
-            self._session = ort.InferenceSession(
-                source, sess_options=options, providers=["CPUExecutionProvider"], disabled_optimizers=disabled
-            )
-        except Exception as exc:
-            raise ModelError(f"cannot load ONNX model {path}: {exc}") from exc
+        rewritten = _int8_model(path) if int8 else None
+        if rewritten is not None:
+            try:
+                # onnxruntime's fused SkipLayerNormalization kernel costs ~8x its Add +
+                # LayerNormalization here (a sixth of the int8 model's time); the float32
+                # path keeps it, so its vectors stay bit-identical to earlier releases
+                self._session = ort.InferenceSession(rewritten, sess_options=options,
+                                                     providers=["CPUExecutionProvider"],
+                                                     disabled_optimizers=["SkipLayerNormFusion"])
+                self.int8 = True
+            except Exception as exc:  # noqa: BLE001  # e.g. an onnxruntime without the integer kernels
+                log.warning("local judge: the int8 model does not load (%s); running the float32 model", exc)
+        if not self.int8:
+            try:
+                self._session = ort.InferenceSession(str(path), sess_options=options,
+                                                     providers=["CPUExecutionProvider"])
+            except Exception as exc:
+                raise ModelError(f"cannot load ONNX model {path}: {exc}") from exc
         tokenizer_json = resources.files("ragmon.scoring.local").joinpath("assets/minilm-tokenizer.json")
         self._tokenizer = Tokenizer.from_str(tokenizer_json.read_text(encoding="utf-8"))
         self._tokenizer.enable_truncation(max_length=MAX_TOKENS)
