@@ -3,8 +3,10 @@
 The modules listed in ``ragmon/ingest/_native.py`` are compiled unchanged with mypyc (a build
 requirement, from PyPI) when a C compiler is at hand. Nothing here may fail the install: without
 mypyc or a compiler, or when compiling fails, ragmon installs as pure Python (a warning says why),
-and ``RAGMON_PURE_PYTHON=1`` at build time skips compiling. Next to the extensions the build writes
-``_native.json``: the SHA-256 of each compiled module and of every ragmon module it imports,
+and ``RAGMON_PURE_PYTHON`` true at build time skips compiling (read with ragmon's one boolean
+parser, ``ragmon/env.py``'s ``parse_bool``, loaded from its file: the build cannot import ragmon,
+whose dependencies are not installed yet; env.py imports only the standard library). Next to the
+extensions the build writes ``_native.json``: the SHA-256 of each compiled module and of every ragmon module it imports,
 directly or not (mypyc bakes their ``Final`` constants and signatures in). At run time ragmon takes
 the compiled modules only while those sources are unchanged (``_native.install``).
 """
@@ -13,9 +15,11 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import importlib.util
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from setuptools import setup
@@ -23,6 +27,7 @@ from setuptools.command.build_ext import build_ext
 
 ROOT = Path(__file__).resolve().parent
 NATIVE = ROOT / "ragmon" / "ingest" / "_native.py"
+ENV = ROOT / "ragmon" / "env.py"  # the one boolean parser (stdlib only: loadable without ragmon's dependencies)
 GROUP = "ragmon.ingest._native"  # the shared library: ragmon/ingest/_native__mypyc.*.so
 
 
@@ -78,6 +83,27 @@ def recorded_sources(modules: list[str]) -> dict[str, str]:
     return {m: hashlib.sha256(_source(m).read_bytes()).hexdigest() for m in sorted(seen)}  # type: ignore[union-attr]
 
 
+def _parse_bool() -> Callable[[str], bool]:
+    spec = importlib.util.spec_from_file_location("ragmon_build_env", ENV)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.parse_bool  # type: ignore[no-any-return]
+
+
+def pure_requested(environ: dict[str, str] | None = None) -> bool:
+    """Whether ``RAGMON_PURE_PYTHON`` asks for no compiling (``env.parse_bool``; unset: no; a value
+    it cannot read: no, with a warning, as ``_native.pure_requested`` reads it at run time)."""
+    value = (os.environ if environ is None else environ).get("RAGMON_PURE_PYTHON", "")
+    if not value.strip():
+        return False
+    try:
+        return _parse_bool()(value)
+    except ValueError:
+        print(f"ragmon: RAGMON_PURE_PYTHON={value!r} is not a boolean; ignored", file=sys.stderr)  # noqa: T201
+        return False
+
+
 def _warn(message: str) -> None:
     print(f"ragmon: {message}; installing the pure-Python ingest path", file=sys.stderr)  # noqa: T201
 
@@ -119,7 +145,7 @@ BUILD_CHECKS = ["--follow-imports=silent", "--no-warn-unused-ignores", "--no-war
 
 
 def _extensions() -> list[object]:
-    if os.environ.get("RAGMON_PURE_PYTHON", "").strip().lower() in ("1", "true", "yes", "on"):
+    if pure_requested():
         _warn("RAGMON_PURE_PYTHON is set")
         return []
     try:

@@ -6,10 +6,14 @@ next to the raw ceiling measured in the same run.
 * **agent**: ``ragmon.agent.Agent`` with ``source="kafka"``, ``sample_rate=0`` (every trace
   gets latency metrics and is accounted as skipped{not_sampled}; no judge work), until every
   trace is accounted for and every offset is committed. Its spans take the latency-only fast
-  path (``ingest/otlp_light.py``: no judge can pick them, so only ids, timings, status and the
+  path (``ingest/otlp_proto.py``: no judge can pick them, so only ids, timings, status and the
   few attributes that decide the latency metrics are read).
 * **agent, full path**: the same with ``fast_path=False`` (every span decoded and extracted in
   full, as a judged trace is), for comparison in the same run.
+* **agent, baseline** (``--baseline DIR``): the fast agent run from another checkout of ragmon
+  (``PYTHONPATH=DIR``, e.g. a ``git worktree`` of an earlier commit with its compiled modules built),
+  in the same rounds as the agent, the two in alternating order: a change measured side by side with
+  what it replaces, on the same machine at the same moments.
 
 Two kinds of traffic, each on its own topic, all phases in one run: **ids** (a retriever with 5
 document ids and scores, no text: what a deployment with a low content rate sends) and **text**
@@ -232,10 +236,39 @@ async def phase_agent(bootstrap: str, topic: str, spans: int, traces: int, fast:
 
 def run_phase(name: str, args: argparse.Namespace, bootstrap: str, topic: str, spans: int,
               partitions: int) -> dict[str, float]:
-    cmd = [sys.executable, __file__, "--phase", name, "--bootstrap", bootstrap, "--topic", topic,
+    phase, env = name, None
+    if name == "agent-base":  # the fast agent, importing ragmon from the baseline checkout
+        phase, env = "agent", {**os.environ, "PYTHONPATH": str(args.baseline)}
+    cmd = [sys.executable, __file__, "--phase", phase, "--bootstrap", bootstrap, "--topic", topic,
            "--spans", str(spans), "--traces", str(args.traces), "--partitions", str(partitions)]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _cpu() -> str:
+    """The CPU model and its vector extensions (``lscpu``'s model name and avx* flags)."""
+    model, flags = platform.processor() or "?", []
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            name, _, value = line.partition(":")
+            if name.strip() == "model name":
+                model = value.strip()
+            elif name.strip() == "flags":
+                flags = sorted(f for f in value.split() if f.startswith("avx"))
+                break
+    except OSError:
+        pass
+    return f"CPU {model} (flags {' '.join(flags) or 'no avx'})"
+
+
+def _checkout(path: Path) -> str:
+    """``path``'s commit and whether its ingest modules run compiled there (what a row compares)."""
+    commit = subprocess.run(["git", "-C", str(path), "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip() or "?"
+    native = subprocess.run([sys.executable, "-c", "from ragmon.ingest._native import state; print(state())"],
+                            capture_output=True, text=True, cwd=str(path),
+                            env={**os.environ, "PYTHONPATH": str(path)}).stdout.strip() or "?"
+    return f"{commit}, {native}"
 
 
 def _phase_main(args: argparse.Namespace) -> None:
@@ -269,7 +302,8 @@ def _median(runs: list[dict[str, float]]) -> dict[str, float]:
 
 
 def render(args: argparse.Namespace, results: dict[str, dict[str, dict[str, float]]], paired: dict[str, list[float]],
-           sizes: dict[str, int], load: tuple[float, float]) -> str:
+           sizes: dict[str, int], load: tuple[float, float], versus: dict[str, list[float]],
+           checkouts: dict[str, str]) -> str:
     def rate(result: dict[str, float]) -> float:
         return result["spans"] / result["seconds"]
 
@@ -288,7 +322,7 @@ def render(args: argparse.Namespace, results: dict[str, dict[str, dict[str, floa
         f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} with `python bench/ingest.py "
         f"--traces {args.traces}` against Apache Kafka (single KRaft node from `scripts/kafka_broker.py`, "
         f"same machine); each phase in its own process pinned to one CPU core; {os.cpu_count()} cores, "
-        f"{platform.machine()}, Python {platform.python_version()}; load average {load[0]:.1f} before / "
+        f"{platform.machine()}, {_cpu()}, Python {platform.python_version()}; load average {load[0]:.1f} before / "
         f"{load[1]:.1f} after (a shared machine: other work competes, so compare the ratios of one run).",
         "",
         f"Input: {args.traces} messages per kind of traffic, one 3-span RAG trace each, lz4-compressed "
@@ -307,6 +341,10 @@ def render(args: argparse.Namespace, results: dict[str, dict[str, dict[str, floa
             row(f"{shape}: agent, `--source kafka --sample-rate 0`, latency-only fast path", agent, ceiling),
             row(f"{shape}: agent, same, `--no-fast-path` (every span decoded and extracted in full)", full, ceiling),
         ]
+        if "agent-base" in phases:
+            base = phases["agent-base"]
+            lines.insert(len(lines) - 2, row(f"{shape}: agent, latency-only fast path, **baseline** "
+                                               f"({checkouts['baseline']})", base, ceiling))
         ratio = rate(agent) / rate(ceiling)
         verdict = "stretch goal (50 %) met" if ratio >= 0.5 else "goal (25 %) met" if ratio >= 0.25 else "not met"
         per_message = {name: 1e6 * r["cpu_seconds"] * 3 / r["spans"] for name, r in phases.items()}
@@ -331,6 +369,22 @@ def render(args: argparse.Namespace, results: dict[str, dict[str, dict[str, floa
         "read per trace is the first document's text, to tell `contexts_source` (blank text is none), "
         "read from the message's bytes.",
         "",
+    ]
+    if versus:
+        compared = []
+        for shape, ratios in versus.items():
+            base, agent = results[shape]["agent-base"], results[shape]["agent"]
+            rounds = ", ".join(f"{r:.2f}" for r in ratios)
+            compared.append(f"**{shape}**: this build / baseline {_rate(agent) / _rate(base):.2f} by the medians "
+                            f"(CPU per span {cpu_rate(agent) / cpu_rate(base):.2f}; round by round {rounds})")
+        lines += [
+            f"Side by side (`--baseline`): this build ({checkouts['this']}) against the baseline "
+            f"({checkouts['baseline']}), both run {args.rounds} times in the same rounds, in alternating "
+            "order; the baseline row is the median of its runs as the agent row is of its. "
+            + "; ".join(compared) + " (above 1: this build is faster).",
+            "",
+        ]
+    lines += [
         PROFILE_NOTE,
         SECTION_END,
     ]
@@ -342,24 +396,23 @@ def render(args: argparse.Namespace, results: dict[str, dict[str, dict[str, floa
 # below is an instruction count (valgrind --tool=callgrind) of the agent's per-message path without
 # Kafka (.cache/ingest-micro). Kept by hand: a profile is not re-measured on every run.
 PROFILE_NOTE = (
-    "Where the fast path's time goes (instructions per message of the compiled path, counted with "
-    "`valgrind --tool=callgrind` on the agent's per-message path without the broker: about 238 k for ids "
-    "traffic, 331 k for text): the protobuf parse 10 % (text 15 %); the byte scan that makes the "
-    "`LightSpan`s (`ingest/otlp_scan.py`) 38 % (text 40 %); assembly and the latency-only view of each "
-    "closed trace (`ingest/assembler.py`: a trace that comes whole in one message is closed without the "
+    "Where the fast path's time goes (instructions per message of the compiled path, counted with `valgrind "
+    "--tool=callgrind` on the agent's per-message path without the broker: about 238 k for ids traffic, 331 k "
+    "for text): the protobuf parse 10 % (text 15 %); the byte scan that makes the `LightSpan`s "
+    "(`ingest/otlp_proto.py`, `ingest/proto_wire.py`) 38 % (text 40 %); assembly and the latency-only view of "
+    "each closed trace (`ingest/assembler.py`: a trace that comes whole in one message is closed without the "
     "open-trace bookkeeping; `ingest/extract/_latency.py`) 21 % (21 %), three quarters of it the view; the "
-    "agent's latency step (`agent/_latency.py`: metric children, release and traffic trackers, "
-    "accounting; pure Python) 12 %; the Kafka source's own work, the span hand-over (`agent/_steps.py: "
-    "submit`), the delivery-token bookkeeping and freeing each message's objects the rest. What remains "
-    "is object work (a `LightSpan`, its dicts and hex ids per span, a `LatencyTrace` per trace, the "
-    "agent's Python calls per trace), not bytes. "
-    "Before this round (2026-12-02 00:24 UTC, the same bench with one agent run, load 0.7): 345 k (ids) and "
-    "465 k (text) instructions per message; ids 17 % of the ceiling (67 µs CPU per message), text 21 % "
-    "(85 µs). The savings came from giving the per-trace classes compiled `__init__`s (a dataclass's "
+    "agent's latency step (`agent/_latency.py`: metric children, release and traffic trackers, accounting; "
+    "pure Python) 12 %; the Kafka source's own work, the span hand-over (`agent/_steps.py: submit`), the "
+    "delivery-token bookkeeping and freeing each message's objects the rest. What remains is object work (a "
+    "`LightSpan`, its dicts and hex ids per span, a `LatencyTrace` per trace, the agent's Python calls per "
+    "trace), not bytes. Before this round (2026-12-02 00:24 UTC, the same bench with one agent run, load 0.7): "
+    "345 k (ids) and 465 k (text) instructions per message; ids 17 % of the ceiling (67 µs CPU per message), "
+    "text 21 % (85 µs). The savings came from giving the per-trace classes compiled `__init__`s (a dataclass's "
     "generated one ran as interpreted Python), typing the view's spans and maps concretely (no generic "
-    "attribute or method calls), the whole-trace close, and fewer Python calls per trace in the agent. "
-    "And before the per-batch metrics, the key memo and the documents filed at decode time (2026-12-01 "
-    "20:13 UTC, load 5.2): ids 8 % (128 µs), text 11 % (145 µs)."
+    "attribute or method calls), the whole-trace close, and fewer Python calls per trace in the agent. And "
+    "before the per-batch metrics, the key memo and the documents filed at decode time (2026-12-01 20:13 UTC, "
+    "load 5.2): ids 8 % (128 µs), text 11 % (145 µs)."
 )
 
 
@@ -380,6 +433,9 @@ def main() -> int:
     parser.add_argument("--write-docs", action="store_true", help="update docs/benchmarks.md")
     parser.add_argument("--rounds", type=int, default=5,
                         help="runs of the ceiling and of the agent, in turn; the median of each counts")
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="another ragmon checkout (a git worktree, its compiled modules built) whose fast agent "
+                             "runs in the same rounds, alternating with this one's")
     parser.add_argument("--phase", choices=("ceiling", "agent", "agent-full"), help=argparse.SUPPRESS)
     parser.add_argument("--topic", help=argparse.SUPPRESS)
     parser.add_argument("--spans", type=int, help=argparse.SUPPRESS)
@@ -407,23 +463,35 @@ def main() -> int:
         load_before = os.getloadavg()[0]
         results: dict[str, dict[str, dict[str, float]]] = {}
         paired: dict[str, list[float]] = {}  # agent / ceiling of each round
+        versus: dict[str, list[float]] = {}  # agent / baseline agent of each round
         for shape, topic in topics.items():
             # One run takes a second or less and catches the machine's load at one moment: the
             # ceiling and the agent run in turn, ``rounds`` times each, and the median of each counts.
-            ceilings, agents = [], []
-            for _ in range(args.rounds):
+            ceilings, agents, bases = [], [], []
+            for index in range(args.rounds):
                 ceilings.append(run_phase("ceiling", args, bootstrap, topic, spans, partitions))
+                if args.baseline is not None and index % 2:  # the baseline first in every other round
+                    bases.append(run_phase("agent-base", args, bootstrap, topic, spans, partitions))
                 agents.append(run_phase("agent", args, bootstrap, topic, spans, partitions))
+                if args.baseline is not None and not index % 2:
+                    bases.append(run_phase("agent-base", args, bootstrap, topic, spans, partitions))
             results[shape] = {
                 "ceiling": _median(ceilings), "agent": _median(agents),
                 "agent-full": run_phase("agent-full", args, bootstrap, topic, spans, partitions),
             }
             paired[shape] = [_rate(a) / _rate(c) for c, a in zip(ceilings, agents, strict=True)]
+            if bases:
+                results[shape]["agent-base"] = _median(bases)
+                versus[shape] = [_rate(a) / _rate(b) for a, b in zip(agents, bases, strict=True)]
         load_after = os.getloadavg()[0]
     finally:
         if broker is not None:
             broker.stop()
-    section = render(args, results, paired, {k: len(v) for k, v in templates.items()}, (load_before, load_after))
+    checkouts = {"this": _checkout(REPO)}
+    if args.baseline is not None:
+        checkouts["baseline"] = _checkout(args.baseline.resolve())
+    section = render(args, results, paired, {k: len(v) for k, v in templates.items()}, (load_before, load_after),
+                     versus, checkouts)
     print(section)
     if args.write_docs:
         write_docs(section)

@@ -73,7 +73,7 @@ class AgentConfig:
     root_grace_s: float = 0.0
     max_buffered_bytes: int = 128 * 1024 * 1024
     max_text_chars: int = 200_000
-    fast_path: bool = True  # read traces outside the judging sample for latency only (ingest/otlp_light.py)
+    fast_path: bool = True  # read traces outside the judging sample for latency only (ingest/otlp_proto.py)
     latency_window_s: float = 300.0
     latency_max_s: float = 3600.0
     # sampling

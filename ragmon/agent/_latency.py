@@ -3,7 +3,8 @@ accounting as through ``_process_one``, read from its ``LatencyTrace`` (``ingest
 instead of a full ``RagTrace``. When the trace might be judged after all (the rate picks it, or a
 priority rule may) its ``RagTrace`` is built and the decision is the full path's own.
 
-``latency_only`` tells the sources which traces they may read lightly (``ingest/otlp_light.py``);
+``latency_only`` tells the sources which traces they may read lightly (``SpanSink.latency_only``,
+``ingest/otlp_proto.py``);
 ``fast_path=False`` (``--no-fast-path``) turns the path off, e.g. to compare both.
 
 Counters and latency histograms of both paths go through the agent's ``Tally`` (``ingest/tally.py``),
@@ -19,9 +20,8 @@ from typing import Any, TypeGuard
 from .. import semconv as sc
 from ..export.latency import SlidingQuantile
 from ..ingest.assembler import ClosedTrace
-from ..ingest.extract import ExtractSettings, LatencyTrace, latency_keys
-from ..ingest.otlp_light import LatencyOnly
-from ..sampling import in_sample
+from ..ingest.extract import ExtractSettings, LatencyOnly, LatencyTrace, latency_keys
+from ..sampling import fraction_in_sample, in_sample
 from ..sampling.sampler import is_negative_feedback
 from ..types import RagTrace
 from ._accounting import AccountingMixin
@@ -131,8 +131,8 @@ class LatencyOnlyMixin(AccountingMixin):
         policy = self._policy
         if rate is None:
             rate = policy.rate_for(lt.pipeline)
-        fraction = lt.fraction  # in_sample's, hashed once already by the decoder (-1.0: not hashed)
-        if in_sample(lt.trace_id, rate) if fraction < 0.0 else rate >= 1.0 or (rate > 0.0 and fraction < rate):
+        fraction = lt.fraction  # in_sample's, hashed once already by the reader (-1.0: not hashed)
+        if in_sample(lt.trace_id, rate) if fraction < 0.0 else fraction_in_sample(fraction, rate):
             return True
         if policy.priority_errors and lt.has_error:
             return True  # the rule reads RAG spans only: the full trace tells

@@ -11,8 +11,9 @@ any of them is imported — decides once per process which to load:
   recorded (``_native.json``, written next to the extensions);
 * pure Python otherwise: no compiled modules (no compiler when installed, or never built), or a
   source edited since the build (an editable install's stale extension would silently run old
-  code: logged once as a warning; ``make dev-install`` rebuilds), or ``RAGMON_PURE_PYTHON=1``
-  (forces the pure path, e.g. to compare both).
+  code: logged once as a warning; ``make dev-install`` rebuilds), or ``RAGMON_PURE_PYTHON`` true
+  (``env.parse_bool``: forces the pure path, e.g. to compare both; a value it cannot read is
+  logged and ignored).
 
 It is all or nothing: compiled modules call each other's native functions and classes directly, so
 a compiled one must never see a pure one of the group. ``state()`` says which path runs and why;
@@ -21,6 +22,7 @@ a compiled one must never see a pure one of the group. ``state()`` says which pa
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.machinery
 import importlib.util
@@ -28,32 +30,33 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 
-__all__ = ["COMPILED_MODULES", "MANIFEST", "PURE_ENV", "install", "main", "source_hashes", "state"]
+from ..env import parse_bool
+
+__all__ = ["COMPILED_MODULES", "MANIFEST", "PURE_ENV", "install", "main", "pure_requested", "source_hashes", "state"]
 
 log = logging.getLogger(__name__)
 
 #: the modules setup.py compiles (it reads this tuple without importing ragmon)
 COMPILED_MODULES = (
-    "ragmon.ingest.otlp_light",
-    "ragmon.ingest.otlp_scan",
+    "ragmon.ingest.otlp_proto",  # the protobuf reader ...
+    "ragmon.ingest.proto_wire",  # ... and the wire format it reads
+    "ragmon.ingest.extract._span_view",  # the span view it makes
     "ragmon.ingest.assembler",
-    "ragmon.ingest.tally",
-    "ragmon.ingest.offsets",
-    "ragmon.ingest.extract._latency",
+    "ragmon.ingest.extract._latency",  # the latency-only view of a trace
     "ragmon.ingest.extract._latency_docs",
     "ragmon.ingest.extract._view",
     "ragmon.ingest.extract._values",
+    "ragmon.ingest.tally",
+    "ragmon.ingest.offsets",
 )
 #: {"sources": {module: sha256}}: the compiled modules and every ragmon module they import (setup.py)
 MANIFEST = "_native.json"
 PURE_ENV = "RAGMON_PURE_PYTHON"
 _ROOT = Path(__file__).resolve().parent.parent.parent  # where the "ragmon" package lives
-
-_state: str | None = None
 
 
 def source_hashes(root: Path, modules: Sequence[str]) -> dict[str, str]:
@@ -74,23 +77,33 @@ def state() -> str:
     return install()
 
 
+@functools.cache  # decided once per process
 def install() -> str:
     """Decide the path once; route the modules to their ``.py`` when the pure path is taken."""
-    global _state
-    if _state is None:
-        reason = _pure_reason()
-        if reason is not None and any(_extension(name) for name in COMPILED_MODULES):
-            # an extension is there but must not run: import every module of the group from source
-            sys.meta_path.insert(0, _SourceFirst(frozenset(COMPILED_MODULES)))
-            if reason.startswith("stale"):
-                log.warning("ragmon: compiled ingest modules are stale (%s); using the pure-Python path "
-                            "(rebuild: make dev-install, or pip install -e .)", reason)
-        _state = "compiled" if reason is None else f"pure: {reason}"
-    return _state
+    reason = _pure_reason()
+    if reason is not None and any(_extension(name) for name in COMPILED_MODULES):
+        # an extension is there but must not run: import every module of the group from source
+        sys.meta_path.insert(0, _SourceFirst(frozenset(COMPILED_MODULES)))
+        if reason.startswith("stale"):
+            log.warning("ragmon: compiled ingest modules are stale (%s); using the pure-Python path "
+                        "(rebuild: make dev-install, or pip install -e .)", reason)
+    return "compiled" if reason is None else f"pure: {reason}"
+
+
+def pure_requested(environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether ``RAGMON_PURE_PYTHON`` asks for the pure path (``env.parse_bool``; unset or unreadable: no)."""
+    value = environ.get(PURE_ENV, "")
+    if not value.strip():
+        return False
+    try:
+        return parse_bool(value)
+    except ValueError:
+        log.warning("ragmon: %s=%r is not a boolean (1/true/yes/on, 0/false/no/off); ignored", PURE_ENV, value)
+        return False
 
 
 def _pure_reason() -> str | None:
-    if os.environ.get(PURE_ENV, "").strip().lower() in ("1", "true", "yes", "on"):
+    if pure_requested():
         return f"{PURE_ENV} is set"
     missing = [name for name in COMPILED_MODULES if _extension(name) is None]
     if missing:

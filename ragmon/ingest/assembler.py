@@ -32,12 +32,13 @@ question, the answer and the documents in rank order are cut to that many charac
 after extraction (which still sees whole spans). ``ClosedTrace.text_truncated`` says whether
 that happened; the agent counts it as ``text_truncated`` when it hands the trace to the judge.
 
-Spans read for latency only (``otlp_light.LightSpan``: a trace outside the judging sample) are
+Spans read for latency only (``extract.LightSpan``: a trace outside the judging sample) are
 held like any other; a trace made of them alone closes with its ``LatencyTrace``
 (``extract.latency_trace``) and builds its ``RagTrace`` only when asked (a priority rule picked it
-for the judge). A trace with any fully decoded span, or whose latency-only fields depend on its
-text (``latency_trace`` returns None), is built in full, its light spans decoded then from the
-protobuf they keep. ``path_counts`` counts both kinds (``light`` / ``full`` traces, ``light_spans``).
+for the judge: ``ClosedTrace.trace``). A trace with any fully decoded span, or whose latency-only
+fields depend on its text (``latency_trace`` returns None), is built in full at once, by the same
+``_FullBuild`` (a light span is completed there: ``LightSpan.to_record``). ``path_counts`` counts
+both kinds (``light`` / ``full`` traces, ``light_spans``).
 
 ``add_spans`` adds a submission's spans in order; a trace that comes whole in it (its spans
 together, the first root last, nothing open or recently closed under its id, no grace, room to
@@ -61,8 +62,7 @@ from typing import NamedTuple
 
 from .. import semconv as sc
 from ..types import Document, RagTrace, SpanRecord
-from .extract import ExtractSettings, LatencyTrace, build_rag_trace, latency_trace
-from .otlp_light import LightSpan
+from .extract import ExtractSettings, LatencyTrace, LightSpan, build_rag_trace, latency_trace
 
 __all__ = [
     "REASON_EVICTED",
@@ -85,20 +85,20 @@ REASON_FLUSH = "flush"
 
 
 class ClosedTrace:
-    """A closed trace: its ``RagTrace`` (built on first access when ``latency`` is set), the
-    delivery ``tokens`` of every submission that had spans of it, and why it closed
-    (``reason``: root | timeout | evicted | flush)."""
+    """A closed trace: its ``RagTrace`` (built on first access when ``latency`` is set: from its
+    ``spans`` by the assembler's ``_FullBuild``), the delivery ``tokens`` of every submission that
+    had spans of it, and why it closed (``reason``: root | timeout | evicted | flush)."""
 
-    __slots__ = ("_build", "_trace", "_truncated", "latency", "reason", "tokens", "trace_id")
+    __slots__ = ("_full", "_spans", "_trace", "_truncated", "complete", "latency", "reason", "tokens", "trace_id")
 
     def __init__(self, trace: RagTrace | None = None, tokens: frozenset[Hashable] = frozenset(),
                  reason: str = REASON_FLUSH, *, trace_id: str | None = None, latency: LatencyTrace | None = None,
-                 build: Callable[[], tuple[RagTrace, bool]] | None = None, text_truncated: bool = False) -> None:
-        if trace is None and build is None:
-            raise ValueError("ClosedTrace needs a trace or a way to build it")
-        self._trace = trace
-        self._build = build
-        self._truncated = text_truncated
+                 spans: list[AnySpan] | None = None, full: _FullBuild | None = None, complete: bool = True,
+                 text_truncated: bool = False) -> None:
+        if trace is None and (spans is None or full is None):
+            raise ValueError("ClosedTrace needs a trace, or its spans and the build that makes it")
+        self._trace, self._spans, self._full, self._truncated = trace, spans, full, text_truncated
+        self.complete = complete
         self.trace_id: str = trace_id if trace_id is not None else trace.trace_id  # type: ignore[union-attr]
         self.tokens = tokens
         self.reason = reason
@@ -107,8 +107,9 @@ class ClosedTrace:
     @property
     def trace(self) -> RagTrace:
         if self._trace is None:
-            assert self._build is not None
-            (self._trace, self._truncated), self._build = self._build(), None
+            assert self._full is not None and self._spans is not None
+            self._trace, self._truncated = self._full.build(self.trace_id, self._spans, self.complete)
+            self._spans = self._full = None
         return self._trace
 
     @property
@@ -184,14 +185,13 @@ class TraceAssembler:
         # text. Over this many (approximate) bytes the least recently active traces are evicted.
         self._max_bytes = max_buffered_bytes
         self._buffered = 0
-        self._max_text = max_text_chars
         self._extract = extract_settings  # pipeline naming, document-id keys (None: defaults)
+        self._full_build = _FullBuild(extract_settings, max_text_chars)
         self.drop_counts: collections.Counter[str] = collections.Counter()
         # traces closed read for latency only ("light") or built in full ("full"), and the light
         # spans of the former; traces closed whole as they came (add_spans: "whole_traces"): what
         # the fast path took (tests and benchmarks read it)
         self._light = self._light_spans = self._full = self._whole = 0  # (see path_counts)
-        self._build_failed_logged = False
 
     @property
     def open_count(self) -> int:
@@ -389,32 +389,35 @@ class TraceAssembler:
             if latency is not None:
                 self._light += 1
                 self._light_spans += len(spans)
-                return ClosedTrace(tokens=tokens, reason=reason, trace_id=trace_id, latency=latency,
-                                   build=lambda: self._build(trace_id, _records(spans), complete))
+                return ClosedTrace(tokens=tokens, reason=reason, trace_id=trace_id, latency=latency, spans=spans,
+                                   full=self._full_build, complete=complete)
         self._full += 1
-        trace, truncated = self._build(trace_id, _records(spans), complete)
+        trace, truncated = self._full_build.build(trace_id, spans, complete)
         return ClosedTrace(trace=trace, tokens=tokens, reason=reason, text_truncated=truncated)
 
-    def _build(self, trace_id: str, spans: list[SpanRecord], complete: bool) -> tuple[RagTrace, bool]:
+
+class _FullBuild:
+    """A trace's ``RagTrace`` from its spans: light spans completed (``LightSpan.to_record``), the
+    full extraction, the text bound (``max_text_chars``)."""
+
+    def __init__(self, settings: ExtractSettings | None, max_text_chars: int | None) -> None:
+        self._settings = settings
+        self._max_text = max_text_chars
+        self._failed_logged = False
+
+    def build(self, trace_id: str, spans: list[AnySpan], complete: bool) -> tuple[RagTrace, bool]:
         """The ``RagTrace``, and whether its text was cut to ``max_text_chars``."""
+        records = [s.to_record() if isinstance(s, LightSpan) else s for s in spans]
         try:
-            trace = build_rag_trace(spans, complete=complete, settings=self._extract)
+            trace = build_rag_trace(records, complete=complete, settings=self._settings)
         except Exception:  # extraction must never lose a trace; keep what is certain
-            if not self._build_failed_logged:
-                self._build_failed_logged = True
+            if not self._failed_logged:
+                self._failed_logged = True
                 log.exception("could not extract a RAG trace from trace %s; kept with minimal fields", trace_id)
-            first = min(spans, key=lambda s: s.start_time_ns)
-            return RagTrace(
-                trace_id=trace_id,
-                service=first.service_name or sc.UNKNOWN_LABEL,
-                pipeline=first.name,
-                start_time_ns=first.start_time_ns,
-                complete=complete,
-                span_count=len(spans),
-            ), False
-        if self._max_text is None:
-            return trace, False
-        bounded = bound_text(trace, self._max_text)
+            first = min(records, key=lambda s: s.start_time_ns)
+            return RagTrace(trace_id=trace_id, service=first.service_name or sc.UNKNOWN_LABEL, pipeline=first.name,
+                            start_time_ns=first.start_time_ns, complete=complete, span_count=len(records)), False
+        bounded = trace if self._max_text is None else bound_text(trace, self._max_text)
         return bounded, bounded is not trace
 
 
@@ -445,11 +448,6 @@ def _cut(text: str | None, limit: int) -> str | None:
     return text[:max(0, limit)]
 
 
-def _records(spans: list[AnySpan]) -> list[SpanRecord]:
-    """Full ``SpanRecord``s (light spans decoded now from the protobuf they keep)."""
-    return [s.to_record() if isinstance(s, LightSpan) else s for s in spans]
-
-
 def _marks_pipeline(span: AnySpan) -> bool:
     attrs = span.attributes
     return (attrs.get(sc.RAGMON_STAGE) == sc.STAGE_PIPELINE
@@ -477,7 +475,7 @@ def _is_root(span: AnySpan, entry: _OpenTrace) -> bool:
 
 def _approx_size(span: AnySpan) -> int:
     """Rough bytes a span holds: its strings plus a fixed overhead (resource is shared); a light
-    span holds its protobuf message (its serialized size)."""
+    span holds its share of its message."""
     if isinstance(span, LightSpan):
         return span.size
     size = 300 + len(span.name)

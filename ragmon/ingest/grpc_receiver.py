@@ -53,8 +53,7 @@ from .admission import ExportAdmission
 from .handover import latency_only_of
 from .http_receiver import RETRY_AFTER_S
 from .otlp import CONTENT_TYPE_PROTOBUF, SpanBatch, decode_export_request
-from .otlp_light import LatencyOnly
-from .source import SourceMetrics, SpanSink
+from .source import LatencyOnly, SourceMetrics, SpanSink
 
 __all__ = ["GrpcReceiverSettings", "OtlpGrpcReceiver"]
 

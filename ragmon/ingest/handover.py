@@ -16,8 +16,7 @@ from contextlib import AbstractContextManager
 from typing import Final
 
 from ..types import SpanRecord
-from .otlp_light import LatencyOnly, LightSpan
-from .source import SpanSink
+from .source import LatencyOnly, LightSpan, SpanSink
 
 log = logging.getLogger(__name__)
 
@@ -25,10 +24,9 @@ SUBMIT_SLICE: Final = 2_000  # spans handed to the sink between two yields to th
 
 
 def latency_only_of(sink: SpanSink) -> LatencyOnly | None:
-    """Which traces the sink lets a source read for latency only (the agent's ``latency_only``);
-    None for a sink without it: every span is decoded in full."""
-    value = getattr(sink, "latency_only", None)
-    return value if isinstance(value, LatencyOnly) else None
+    """Which traces the sink lets a source read for latency only (``SpanSink.latency_only``); None:
+    every span is decoded in full."""
+    return sink.latency_only
 
 
 def batch_of(sink: SpanSink) -> AbstractContextManager[object]:

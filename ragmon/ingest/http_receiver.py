@@ -59,9 +59,8 @@ from ..errors import ConfigError, DecodeError
 from .admission import Busy, ExportAdmission
 from .handover import latency_only_of
 from .otlp import CONTENT_TYPE_JSON, CONTENT_TYPE_PROTOBUF, SpanBatch, decode_export_request, media_type
-from .otlp_light import LatencyOnly
 from .settings import HttpReceiverSettings
-from .source import SourceMetrics, SpanSink
+from .source import LatencyOnly, SourceMetrics, SpanSink
 
 __all__ = ["TRACES_PATH", "OtlpHttpReceiver"]
 

@@ -33,9 +33,8 @@ from ..errors import ConfigError, DecodeError
 from .handover import batch_of, latency_only_of
 from .offsets import OffsetTracker, PartitionKey
 from .otlp import decode_traces_payload
-from .otlp_light import LatencyOnly
 from .settings import KafkaSourceSettings
-from .source import KafkaSourceMetrics, SpanSink
+from .source import KafkaSourceMetrics, LatencyOnly, SpanSink
 from .tally import Tally
 
 log = logging.getLogger("ragmon.kafka")

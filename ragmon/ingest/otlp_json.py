@@ -1,22 +1,139 @@
-"""Fast path for OTLP/JSON: the parsed JSON document straight to ``SpanRecord``s.
+"""The OTLP/JSON reader: a JSON body -> ``SpanRecord``s (always in full: JSON has no light read).
 
-``json_format.ParseDict`` walks every field in Python and decodes OTLP/JSON about ten times
-slower than protobuf (Node.js and browser OpenTelemetry exporters send JSON by default). This
-module converts the common, well-formed shape directly and returns ``None`` — "use the
-reference path" — at the first thing it does not recognise exactly: an unknown or snake_case
-key, a null, an enum name it does not know, a number in an unusual form, base64 ids, links,
-bytes values. ``otlp.py`` then decodes the document with ``ParseDict``, so behaviour on odd
-input is protobuf's own; a test checks that both paths agree wherever the fast path answers.
+OTLP/JSON differs from protobuf's canonical JSON mapping in one way that matters here:
+``traceId``/``spanId``/``parentSpanId`` are *hex* strings, not base64. Enum values may be ints or
+names and int64 may be strings. Unknown fields are ignored, as the OTLP spec requires of receivers.
+
+Two paths, one result. ``json_format.ParseDict`` walks every field in Python and decodes OTLP/JSON
+about ten times slower than protobuf (Node.js and browser OpenTelemetry exporters send JSON by
+default), so the common, well-formed shape is converted directly (``fast_decode``), which returns
+``None`` — "use the reference path" — at the first thing it does not recognise exactly: an unknown
+or snake_case key, a null, an enum name it does not know, a number in an unusual form, base64 ids,
+links, bytes values. The document is then decoded with ``ParseDict`` (``decode_reference``: hex ids
+rewritten to base64 first; ids that are already base64, as some hand-written clients send them, are
+told apart by length: 16 bytes are 32 hex chars but 24 base64 chars) and read as protobuf objects
+(``proto_values``), so behaviour on odd input is protobuf's own; a test checks that both paths agree
+wherever the fast path answers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import base64
+import binascii
+import json
+import re
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ..types import AttrValue, SpanEvent, SpanRecord
+from google.protobuf import json_format
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-__all__ = ["Fallback", "fast_decode"]
+from ..errors import DecodeError
+from ..types import AttrValue, SpanEvent, SpanRecord
+from .decoded import (
+    FLAG_PARENT_IS_REMOTE,
+    MAX_ANY_VALUE_DEPTH,
+    MAX_ERROR_MESSAGES,
+    DecodedBatch,
+    id_problem,
+    short_error,
+)
+from .proto_values import convert_request
+
+__all__ = ["Fallback", "decode_reference", "fast_decode", "read_json"]
+
+
+def read_json(raw: bytes) -> DecodedBatch:
+    """The spans of an OTLP/JSON document (strict UTF-8). Raises ``DecodeError``."""
+    try:
+        # Strict UTF-8 (json.loads on bytes would let encoded surrogates through, 'surrogatepass').
+        text = raw.decode("utf-8-sig")
+        document = json.loads(text)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise DecodeError(f"body is not valid JSON: {short_error(exc)}") from exc
+    if _SURROGATE_ESCAPE.search(text):
+        # "\ud800" escapes are valid JSON but not valid Unicode text: such a string cannot be
+        # encoded as UTF-8 later (a label value once broke every /metrics scrape). Lone
+        # surrogates become U+FFFD, as Go's encoding/json (the Collector) does; pairs were
+        # already combined by the parser.
+        document = _replace_lone_surrogates(document)
+    if not isinstance(document, dict):
+        raise DecodeError("OTLP/JSON body must be a JSON object with 'resourceSpans'")
+    fast = fast_decode(document)
+    if fast is not None:
+        spans, rejected, errors = fast
+        return DecodedBatch(spans=spans, rejected_spans=rejected, errors=errors)
+    return decode_reference(document)
+
+
+def decode_reference(document: dict[str, Any]) -> DecodedBatch:
+    """OTLP/JSON through ``json_format.ParseDict``: exact protobuf semantics for any input."""
+    try:
+        _hex_ids_to_base64(document)
+        request = json_format.ParseDict(document, ExportTraceServiceRequest(), ignore_unknown_fields=True)
+    except (json_format.ParseError, ValueError, TypeError, AttributeError, RecursionError) as exc:
+        raise DecodeError(f"body is not valid OTLP/JSON: {short_error(exc)}") from exc
+    return convert_request(request)
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _replace_lone_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_replace_lone_surrogates(item) for item in value]
+    if isinstance(value, dict):
+        return {_replace_lone_surrogates(k): _replace_lone_surrogates(v) for k, v in value.items()}
+    return value
+
+
+# --- the reference path's id fix-up --------------------------------------------------------------
+_ID_FIELDS = {"traceId": 16, "trace_id": 16, "spanId": 8, "span_id": 8, "parentSpanId": 8, "parent_span_id": 8}
+
+
+def _hex_ids_to_base64(document: dict[str, Any]) -> None:
+    """Rewrite hex ids in spans (and their links) in place to what ``ParseDict`` expects."""
+    for resource_spans in _dicts(document.get("resourceSpans", document.get("resource_spans"))):
+        for scope_spans in _dicts(resource_spans.get("scopeSpans", resource_spans.get("scope_spans"))):
+            for span in _dicts(scope_spans.get("spans")):
+                _fix_ids(span)
+                for link in _dicts(span.get("links")):
+                    _fix_ids(link)
+
+
+def _dicts(value: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(value, list):
+        yield from (item for item in value if isinstance(item, dict))
+
+
+def _fix_ids(obj: dict[str, Any]) -> None:
+    for key, size in _ID_FIELDS.items():
+        value = obj.get(key)
+        if isinstance(value, str) and value:
+            obj[key] = _id_to_base64(value, size)
+
+
+def _id_to_base64(value: str, size: int) -> str:
+    if len(value) == 2 * size:
+        try:
+            return base64.b64encode(bytes.fromhex(value)).decode("ascii")
+        except ValueError:
+            pass
+    # Not hex of the right size: leave it to ParseDict as base64 (or let it fail there);
+    # a wrong-sized id is rejected per span later, not for the whole request.
+    try:
+        base64.b64decode(value, validate=True)
+        return value
+    except (binascii.Error, ValueError):
+        # Unparsable: keep the request but make this span fail the id check (one byte is
+        # never a valid id; an empty string would turn a child into a root).
+        return "AA=="
+
+
+# --- the fast path ---------------------------------------------------------------------------------
 
 _KIND_VALUES = {0: "INTERNAL", 1: "INTERNAL", 2: "SERVER", 3: "CLIENT", 4: "PRODUCER", 5: "CONSUMER"}
 _KIND_NAMES = {
@@ -25,7 +142,6 @@ _KIND_NAMES = {
 }
 _STATUS_VALUES = {0: "UNSET", 1: "OK", 2: "ERROR"}
 _STATUS_NAMES = {"STATUS_CODE_UNSET": "UNSET", "STATUS_CODE_OK": "OK", "STATUS_CODE_ERROR": "ERROR"}
-_FLAG_PARENT_IS_REMOTE = 0x200
 
 _TOP_KEYS = frozenset({"resourceSpans"})
 _RESOURCE_SPANS_KEYS = frozenset({"resource", "scopeSpans", "schemaUrl"})
@@ -40,7 +156,7 @@ _SPAN_KEYS = frozenset({
 _EVENT_KEYS = frozenset({"timeUnixNano", "name", "attributes", "droppedAttributesCount"})
 _STATUS_KEYS = frozenset({"code", "message"})
 _KEY_VALUE_KEYS = frozenset({"key", "value"})
-_MAX_DEPTH = 32  # as otlp._any_value
+_MAX_DEPTH = MAX_ANY_VALUE_DEPTH
 _INT64 = 1 << 63
 _UINT64 = 1 << 64
 
@@ -49,20 +165,15 @@ class Fallback(Exception):
     """This document needs the reference (ParseDict) path."""
 
 
-IdProblem = Any  # Callable[[str, bytes, bytes, bytes], str | None], from otlp.py
-
-
-def fast_decode(document: Mapping[str, Any], id_problem: IdProblem, max_errors: int
-                ) -> tuple[list[SpanRecord], int, list[str]] | None:
+def fast_decode(document: Mapping[str, Any]) -> tuple[list[SpanRecord], int, list[str]] | None:
     """``(spans, rejected, errors)``, or None when the reference path must decide."""
     try:
-        return _decode(document, id_problem, max_errors)
+        return _decode(document)
     except (Fallback, ValueError, TypeError, AttributeError, KeyError, RecursionError):
         return None
 
 
-def _decode(document: Mapping[str, Any], id_problem: IdProblem, max_errors: int
-            ) -> tuple[list[SpanRecord], int, list[str]]:
+def _decode(document: Mapping[str, Any]) -> tuple[list[SpanRecord], int, list[str]]:
     _keys(document, _TOP_KEYS)
     spans: list[SpanRecord] = []
     errors: list[str] = []
@@ -84,18 +195,17 @@ def _decode(document: Mapping[str, Any], id_problem: IdProblem, max_errors: int
             _uint(scope.get("droppedAttributesCount", 0), 32)
             _str(scope_spans.get("schemaUrl", ""))
             for span in _list(scope_spans.get("spans", [])):
-                record, problem = _span(span, resource, scope_name, id_problem)
+                record, problem = _span(span, resource, scope_name)
                 if record is not None:
                     spans.append(record)
                     continue
                 rejected += 1
-                if len(errors) < max_errors:
+                if len(errors) < MAX_ERROR_MESSAGES:
                     errors.append(problem)
     return spans, rejected, errors
 
 
-def _span(span: Any, resource: Mapping[str, AttrValue], scope_name: str, id_problem: IdProblem
-          ) -> tuple[SpanRecord | None, str]:
+def _span(span: Any, resource: Mapping[str, AttrValue], scope_name: str) -> tuple[SpanRecord | None, str]:
     _keys(span, _SPAN_KEYS)
     if _list(span.get("links", [])):
         raise Fallback  # links are validated by the reference path (ragmon does not keep them)
@@ -135,7 +245,7 @@ def _span(span: Any, resource: Mapping[str, AttrValue], scope_name: str, id_prob
         kind=kind,
         scope_name=scope_name,
         dropped_attributes_count=dropped,
-        parent_is_remote=bool(parent) and bool(flags & _FLAG_PARENT_IS_REMOTE),
+        parent_is_remote=bool(parent) and bool(flags & FLAG_PARENT_IS_REMOTE),
     ), ""
 
 

@@ -3,7 +3,7 @@
 The agent receives these spans as OTLP bytes; an in-process evaluation already holds them as
 SDK objects. Encoding them to protobuf only to decode them again cost ``ragmon eval`` ~40 % of
 its per-question time at 100 documents a question. This converter builds the records directly
-and must give exactly what ``encode_spans`` + :func:`ragmon.ingest.otlp.decode_traces_payload`
+and must give exactly what ``encode_spans`` + the protobuf reader (``otlp_proto.py``)
 give (``tests/ingest/test_sdk_spans.py`` compares both on real SDK spans), so offline and online
 extraction still read identical records.
 """
@@ -16,7 +16,7 @@ from typing import Any
 from opentelemetry.sdk.trace import ReadableSpan
 
 from ..types import AttrValue, SpanEvent, SpanRecord
-from .otlp import MAX_ANY_VALUE_DEPTH
+from .decoded import MAX_ANY_VALUE_DEPTH
 
 _MAX_DEPTH = MAX_ANY_VALUE_DEPTH  # deeper values are dropped, as the decoder does
 

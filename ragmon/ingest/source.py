@@ -6,17 +6,22 @@ A source decodes what it receives into ``SpanRecord``s and hands them to the age
 that had spans in that delivery is accounted for (scored, skipped or failed), which is
 when a Kafka source may commit the offset. Sources poll ``sink.backpressure()`` and pause
 while it is True instead of buffering without bound.
+
+The sink also says which traces a source may read for latency only (``latency_only``: the
+sampling bound and the keys to read, ``extract.LatencyOnly``); a source reads the spans of those
+traces as ``LightSpan``s then (``otlp_proto.py``), every other span in full.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from ..types import SpanRecord
+from .extract import LatencyOnly, LightSpan
 
-if TYPE_CHECKING:
-    from .otlp_light import LightSpan
+__all__ = ["Counting", "KafkaSourceMetrics", "Labelled", "LatencyOnly", "LightSpan", "Removable", "SourceMetrics",
+           "SpanSink", "SpanSource"]
 
 
 class Labelled(Protocol):
@@ -68,11 +73,16 @@ class KafkaSourceMetrics(SourceMetrics, Protocol):
 
 
 class SpanSink(Protocol):
+    @property
+    def latency_only(self) -> LatencyOnly | None:
+        """Which traces a source may read for latency only (outside ``bound``: no judging rate can
+        pick them) and which of their attributes; None: every span is decoded in full. Read once,
+        when the source starts."""
+
     def submit(self, spans: Sequence[SpanRecord | LightSpan], token: Hashable | None = None) -> None:
         """Hand decoded spans to the agent. Never raises for bad spans; never blocks.
 
-        ``LightSpan``s come only from a sink that offers ``latency_only`` (a ``LatencyOnly``):
-        sources read traces outside the judging sample lightly then (``otlp_light.py``)."""
+        ``LightSpan``s come only when ``latency_only`` is set, of traces outside its bound."""
 
     def backpressure(self) -> bool:
         """True while the judge backlog is full: pause consuming."""

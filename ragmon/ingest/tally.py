@@ -7,6 +7,12 @@ Counters get the sum of their increments. A histogram gets each bucket's count a
 value by value in arrival order, so the exposition is exactly the one ``observe`` per value gives
 (the float sum included). Nothing awaits between recording and flushing, so a scrape never sees
 half a batch.
+
+The one-pass histogram update writes prometheus_client's own Histogram fields (``_upper_bounds``,
+``_buckets``, ``_sum``): its public API has no "observe many". That is why pyproject.toml pins
+``prometheus-client`` below its next major version, and tests/ingest/test_tally.py fails when the
+installed version leaves that range or the fields change shape; a child without them is observed
+value by value (``observe_all``), never wrongly.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ policy, no statistics): ``from ragmon.sampling import in_sample`` stays as light
 
 Modules:
 
-- ``rate``     the one deterministic trace-id rule (``trace_fraction``, ``in_sample``), shared by
+- ``rate``     the one deterministic trace-id rule (``trace_fraction``, ``in_sample``; ``fraction_in_sample``
+               for a fraction already hashed), shared by
                the SDK's content rate, the agent's judging rate and the latency-only path
 - ``sampler``  the agent's sampling policy: rate decision first, then priority rules (errors,
                negative feedback, slow or weak retrievals); the ``rate`` / ``priority`` streams
@@ -14,6 +15,6 @@ Modules:
 
 from __future__ import annotations
 
-from .rate import in_sample, trace_fraction
+from .rate import fraction_in_sample, in_sample, trace_fraction
 
-__all__ = ["in_sample", "trace_fraction"]
+__all__ = ["fraction_in_sample", "in_sample", "trace_fraction"]

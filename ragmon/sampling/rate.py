@@ -1,4 +1,4 @@
-"""The one deterministic sampling function shared by the SDK and the agent.
+"""The one deterministic sampling function shared by the SDK, the agent and the latency-only reader.
 
 ``trace_fraction(trace_id)`` maps a trace id to a number in [0, 1). A trace is inside a
 rate r when its fraction is below r, so samples nest: every trace in a 5 % sample is also
@@ -26,9 +26,14 @@ def trace_fraction(trace_id: str | int | bytes) -> float:
 
 
 def in_sample(trace_id: str | int | bytes, rate: float) -> bool:
-    """True when the trace falls inside ``rate`` (0 keeps nothing, 1 keeps everything)."""
-    if rate >= 1.0:
-        return True
-    if rate <= 0.0:
-        return False
-    return trace_fraction(trace_id) < rate
+    """True when the trace falls inside ``rate`` (0 keeps nothing, 1 keeps everything; the id is
+    hashed only in between)."""
+    if rate >= 1.0 or rate <= 0.0:
+        return rate >= 1.0
+    return fraction_in_sample(trace_fraction(trace_id), rate)
+
+
+def fraction_in_sample(fraction: float, rate: float) -> bool:
+    """``in_sample`` of a trace whose ``trace_fraction`` is known (the latency-only reader hashed it
+    already): the rule itself."""
+    return rate >= 1.0 or (rate > 0.0 and fraction < rate)

@@ -39,10 +39,9 @@ import ragmon
 from ragmon import semconv as sc
 from ragmon.agent import Agent
 from ragmon.config import load_agent_config
-from ragmon.ingest import otlp_light
-from ragmon.ingest.extract import CONTENT_KEYS, CONTENT_PREFIXES, latency_keys, role_of
+from ragmon.ingest import otlp_proto
+from ragmon.ingest.extract import CONTENT_KEYS, CONTENT_PREFIXES, LatencyOnly, LightSpan, latency_keys, role_of
 from ragmon.ingest.otlp import decode_export_request
-from ragmon.ingest.otlp_light import LatencyOnly, LightSpan
 from ragmon.ingest.tally import Tally
 from ragmon.testing import InMemorySource, StaticJudge
 from ragmon.types import SpanRecord
@@ -608,16 +607,19 @@ async def test_keys_the_extraction_cannot_index_give_the_same_metrics_on_both_pa
     latency_only = LatencyOnly(0.0, latency_keys())
     decode_export_request(bodies[0], content_type="application/x-protobuf", latency_only=latency_only)
     assert all(len(key) <= 256 for key in latency_only.plans._plans)
-    assert all(len(raw) <= 4096 for raw in otlp_light._RESOURCES._seen)
+    assert all(len(raw) <= 256 for raw in latency_only.plans.by_raw)
+    assert all(len(raw) <= 4096 for raw in otlp_proto._RESOURCES._seen)
 
 
 def test_the_views_span_order_is_sorteds_stable_order() -> None:
     from ragmon.ingest.extract._latency import _START_END, _in_order
 
     rng = random.Random(5)
+    origin = otlp_proto.ProtoMessage(b"", ExportTraceServiceRequest())
     for size in (0, 1, 2, 3, 5, 16, 17, 40):
         for _ in range(50):
-            spans = [otlp_light.LightSpan(None, "", "ab" * 16, f"{i:016x}", None, False, 0.0, {}, {}, "svc",
-                                          fields=("s", rng.randint(0, 3), rng.randint(0, 3), 0, 0), size=0)
+            spans = [LightSpan(origin, (0, 0, i, 0, 0), "", "ab" * 16, f"{i:016x}", None, False, 0.0, "s",
+                               rng.randint(0, 3), rng.randint(0, 3), "UNSET", 0, {}, {}, "svc", {}, False, {}, {},
+                               None, 0)
                      for i in range(size)]
             assert _in_order(spans) == sorted(spans, key=_START_END)  # the same objects, ties in input order

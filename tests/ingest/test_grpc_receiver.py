@@ -39,6 +39,8 @@ EXPORT_PATH = f"/{SERVICE_NAME}/{EXPORT_METHOD}"
 class Sink:
     """A real SpanSink keeping what it is given; back-pressure and admission are switchable."""
 
+    latency_only = None  # every span decoded in full (SpanSink.latency_only)
+
     def __init__(self) -> None:
         self.spans: list[SpanRecord] = []
         self.busy = False

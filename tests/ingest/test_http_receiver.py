@@ -36,6 +36,8 @@ JSON = {"content-type": "application/json"}
 class MemorySink:
     """A real SpanSink that keeps what it is given; back-pressure is switchable."""
 
+    latency_only = None  # every span decoded in full (SpanSink.latency_only)
+
     def __init__(self) -> None:
         self.submissions: list[tuple[list[SpanRecord], Hashable | None]] = []
         self.busy = False

@@ -5,7 +5,7 @@ the pure-Python fallback as exact as they are.
   silent fallback to pure Python would otherwise hide a broken build).
 * An edited source (or one of the ragmon modules a compiled one imports) makes the whole group
   fall back to its ``.py`` files, with a warning; so does a missing build record.
-* The exactness tests (fast path against full path, scan against walk) pass with
+* The exactness tests (fast path against full path, light spans against the full decode) pass with
   ``RAGMON_PURE_PYTHON=1`` too, in a subprocess.
 """
 
@@ -67,7 +67,7 @@ def _state_in(root: Path, *modules: str) -> subprocess.CompletedProcess[str]:
 @needs_compiled
 def test_an_edited_source_falls_back_to_pure_python(tmp_path: Path) -> None:
     shutil.copytree(PACKAGE, tmp_path / "ragmon", ignore=shutil.ignore_patterns("__pycache__"))
-    modules = ("ragmon.ingest.otlp_light", "ragmon.ingest.extract._latency")
+    modules = ("ragmon.ingest.otlp_proto", "ragmon.ingest.extract._latency")
     state, files = _state_in(tmp_path, *modules).stdout.splitlines()
     assert state == "compiled" and all(_is_extension(f) for f in files.split())
 
@@ -77,7 +77,7 @@ def test_an_edited_source_falls_back_to_pure_python(tmp_path: Path) -> None:
     run = _state_in(tmp_path, *modules)
     state, files = run.stdout.splitlines()
     assert state == "pure: stale: ragmon.ingest.extract._values changed since the build"
-    assert files.split() == [str(tmp_path / "ragmon" / "ingest" / "otlp_light.py"),
+    assert files.split() == [str(tmp_path / "ragmon" / "ingest" / "otlp_proto.py"),
                              str(tmp_path / "ragmon" / "ingest" / "extract" / "_latency.py")]
     assert "compiled ingest modules are stale" in run.stderr  # logged once, as a warning
 
@@ -89,9 +89,26 @@ def test_an_edited_source_falls_back_to_pure_python(tmp_path: Path) -> None:
 @pytest.mark.skipif(PURE, reason="this run is the pure one")
 def test_the_exactness_tests_pass_on_the_pure_path_too() -> None:
     env = os.environ | {_native.PURE_ENV: "1"}
-    tests = ["tests/ingest/test_fast_path.py", "tests/ingest/test_otlp_scan.py",
+    tests = ["tests/ingest/test_fast_path.py", "tests/ingest/test_otlp_proto.py",
              "tests/ingest/test_native.py::test_the_compiled_modules_run_where_they_can_be_built"]
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests], cwd=REPO,
                          env=env, capture_output=True, text=True, timeout=840)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
     assert " passed" in run.stdout and " skipped" not in run.stdout
+
+
+def test_the_pure_switch_is_read_with_the_one_boolean_parser() -> None:
+    for value, expected in (("1", True), (" TRUE ", True), ("yes", True), ("on", True), ("0", False),
+                            ("off", False), ("", False), ("maybe", False)):  # unreadable: ignored, logged
+        assert _native.pure_requested({_native.PURE_ENV: value}) is expected
+    assert _native.pure_requested({}) is False
+
+
+def test_setup_py_reads_the_switch_with_env_parse_bool() -> None:
+    """setup.py cannot import ragmon (its dependencies are not there at build time): it loads
+    ragmon/env.py from its file and uses its parser; no other truth table is written anywhere."""
+    source = (REPO / "setup.py").read_text()
+    assert '"ragmon" / "env.py"' in source and "parse_bool" in source
+    for path in [REPO / "setup.py", *sorted((REPO / "ragmon").rglob("*.py"))]:
+        if path.name != "env.py":
+            assert '"yes", "on"' not in path.read_text(), path

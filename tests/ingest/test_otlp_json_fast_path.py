@@ -14,14 +14,9 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyVa
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from ragmon.errors import DecodeError
-from ragmon.ingest.otlp import (
-    MAX_ERROR_MESSAGES,
-    DecodedBatch,
-    _decode_json_reference,
-    _id_problem,
-    decode_export_request,
-)
-from ragmon.ingest.otlp_json import fast_decode
+from ragmon.ingest.decoded import DecodedBatch
+from ragmon.ingest.otlp import decode_export_request
+from ragmon.ingest.otlp_json import decode_reference, fast_decode
 from tests.ingest.otel_helpers import SpanFactory, to_otlp_dict
 
 
@@ -49,9 +44,9 @@ def _rich_document() -> dict[str, Any]:
 
 
 def _both(document: dict[str, Any]) -> tuple[DecodedBatch | None, DecodedBatch | DecodeError]:
-    fast = fast_decode(copy.deepcopy(document), _id_problem, MAX_ERROR_MESSAGES)
+    fast = fast_decode(copy.deepcopy(document))
     try:
-        reference: DecodedBatch | DecodeError = _decode_json_reference(copy.deepcopy(document))
+        reference: DecodedBatch | DecodeError = decode_reference(copy.deepcopy(document))
     except DecodeError as exc:
         reference = exc
     return (DecodedBatch(*fast) if fast is not None else None), reference

@@ -29,6 +29,8 @@ CORPUS = {
 class AssemblingSink:
     """A real SpanSink that assembles what arrives, like the agent does."""
 
+    latency_only = None  # every span decoded in full (SpanSink.latency_only)
+
     def __init__(self) -> None:
         self.assembler = TraceAssembler(trace_timeout_s=30, max_open_traces=100, max_spans_per_trace=100)
         self.closed: list[ClosedTrace] = []

@@ -138,6 +138,8 @@ class CollectingSink:
     """A real ``SpanSink``: keeps what it gets; releases tokens at once (``auto_release``) or when
     the test (or ``flush_where``) says so; back-pressure is a switch the test flips."""
 
+    latency_only = None  # every span decoded in full (SpanSink.latency_only)
+
     auto_release: bool = True
     pressure: bool = False
     spans: list[SpanRecord] = field(default_factory=list)

@@ -52,42 +52,85 @@ Pipeline name: ``ragmon.pipeline`` -> ``gen_ai.workflow.name`` -> the configured
 Latency only: ``latency_trace`` gives the fields the agent records for a trace it does not
 judge, with the same rules, from the few attributes that decide them and the mere presence of
 content keys (``_latency``); None when content would decide them (the full extraction does).
+What a reader makes of such a span is defined here too (``_span_view``: ``LightSpan``, and
+``LatencyOnly``, which says which spans are read so and which of their keys), so that the readers
+in ``ingest/`` import this package and it imports none of them.
 
-Modules (private; this package's API is ``build_rag_trace``, ``latency_trace``,
-``ExtractSettings`` and ``content_id``): ``_values`` forgiving converters, ``_text`` question/answer text,
-``_documents`` document readers, ``_messages`` chat-message readers, ``_view`` the span tree and
-roles, ``_settings`` what can be configured, ``_trace`` the builder.
+Modules (private; the package's API is the names below):
+
+- ``_trace``         ``build_rag_trace``: spans -> ``RagTrace`` (the full extraction)
+- ``_view``          the span tree and roles (``role_of``, ``declared_role``, ``key_role``)
+- ``_documents``, ``_messages``, ``_text``, ``_values``  document, chat-message and text readers,
+  forgiving converters
+- ``_settings``      ``ExtractSettings``: what can be configured
+- ``_span_view``     the span view of a trace read for latency only (``LightSpan``, ``SpanOrigin``),
+  the key sets and plans a reader follows (``LatencyOnly``, ``KeyPlans``, ``latency_keys``)
+- ``_latency``, ``_latency_docs``  ``latency_trace``: light spans -> ``LatencyTrace``
 """
 
 from __future__ import annotations
 
 from ...doc_ids import content_id
-from ._latency import (
+from ._latency import LatencyTrace, latency_trace
+from ._settings import DEFAULT_SETTINGS, ExtractSettings
+from ._span_view import (
+    BOTH,
+    CONTENT,
     CONTENT_KEYS,
     CONTENT_PREFIXES,
+    DOC,
     DOCUMENT_LATENCY_SUFFIXES,
     DOCUMENT_PREFIXES,
+    EMPTY_CONTENT,
+    EMPTY_DOCS,
     LATENCY_KEYS,
-    LatencyTrace,
+    SKIP,
+    SPAN_OVERHEAD,
+    VALUE,
+    DocFields,
+    DocRef,
+    KeyPlan,
+    KeyPlans,
+    LatencyOnly,
+    LightSpan,
+    SpanOrigin,
+    file_content,
+    file_value,
     latency_keys,
-    latency_trace,
 )
-from ._settings import DEFAULT_SETTINGS, ExtractSettings
 from ._trace import build_rag_trace
-from ._view import declared_role, key_role, role_of
+from ._view import declared_role, declared_role_of_dict, key_role, role_of
 
 __all__ = [
+    "BOTH",
+    "CONTENT",
     "CONTENT_KEYS",
     "CONTENT_PREFIXES",
     "DEFAULT_SETTINGS",
+    "DOC",
     "DOCUMENT_LATENCY_SUFFIXES",
     "DOCUMENT_PREFIXES",
+    "EMPTY_CONTENT",
+    "EMPTY_DOCS",
     "LATENCY_KEYS",
+    "SKIP",
+    "SPAN_OVERHEAD",
+    "VALUE",
+    "DocFields",
+    "DocRef",
     "ExtractSettings",
+    "KeyPlan",
+    "KeyPlans",
+    "LatencyOnly",
     "LatencyTrace",
+    "LightSpan",
+    "SpanOrigin",
     "build_rag_trace",
     "content_id",
     "declared_role",
+    "declared_role_of_dict",
+    "file_content",
+    "file_value",
     "key_role",
     "latency_keys",
     "latency_trace",

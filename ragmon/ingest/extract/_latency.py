@@ -6,8 +6,8 @@ of retrieved documents and the top score, where the contexts came from, the mode
 version (release info), feedback and what the priority rules read. ``latency_trace`` computes
 exactly those, with the rules of ``build_rag_trace``, from spans that carry only the attributes
 that can decide them (``LATENCY_KEYS``; the document ids and scores already filed by document,
-``docs``) plus where their content keys are (``content``; a document's own, ``doc_content``). The
-decoder (``ingest/otlp_light.py``) reads nothing else of such a span.
+``docs``) plus where their content keys are (``content``; a document's own, ``doc_content``): the
+span view of ``_span_view``. The reader (``ingest/otlp_proto.py``) reads nothing else of such a span.
 
 The contract that keeps both paths equal: an attribute the extraction reads is either
 
@@ -36,7 +36,6 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import TYPE_CHECKING
 
 from ... import semconv as sc
 from ...types import AttrValue
@@ -44,48 +43,16 @@ from ._latency_docs import LatencyGroup, has_text
 from ._latency_docs import documents as retrieved_documents
 from ._messages import generator_output
 from ._settings import DEFAULT_SETTINGS, ExtractSettings
+from ._span_view import LightSpan as LatencySpan  # concrete: compiled code reads its fields directly
 from ._values import to_str
 from ._view import ROLE_GENERATOR, ROLE_PIPELINE, ROLE_RERANKER, ROLE_RETRIEVER
 
-if TYPE_CHECKING:  # the spans read (concrete: compiled code reads their fields directly; see _latency_docs)
-    from ..otlp_light import LightSpan as LatencySpan
-
-#: Attributes whose values decide the latency-only fields (the configured pipeline attribute
-#: comes on top, see ``latency_keys``).
-LATENCY_KEYS: frozenset[str] = frozenset({
-    sc.RAGMON_STAGE, sc.SPAN_KIND, sc.GEN_AI_OPERATION_NAME, sc.LLM_REQUEST_TYPE,  # roles
-    sc.TRACELOOP_ENTITY_NAME, sc.TRACELOOP_SPAN_KIND,
-    sc.RAGMON_PIPELINE, sc.GEN_AI_WORKFLOW_NAME, sc.TRACELOOP_WORKFLOW_NAME,  # pipeline name
-    sc.LLM_MODEL_NAME, sc.GEN_AI_RESPONSE_MODEL, sc.GEN_AI_REQUEST_MODEL,  # release info
-    sc.LLM_PROMPT_TEMPLATE_VERSION,
-    sc.RAGMON_FEEDBACK,  # counted per span, a priority rule, and a feedback span names no request
-})
-#: Flattened document attributes: only ``{prefix}.{i}.document.id`` and ``.score`` are latency
-#: keys; any other field under these prefixes (text, metadata) is content.
-DOCUMENT_PREFIXES: tuple[str, ...] = (sc.RETRIEVAL_DOCUMENTS_PREFIX + ".", sc.RERANKER_OUTPUT_DOCUMENTS_PREFIX + ".")
-DOCUMENT_LATENCY_SUFFIXES: tuple[str, ...] = ("." + sc.DOCUMENT_ID, "." + sc.DOCUMENT_SCORE)
-#: Attributes whose text can change the latency-only fields: the decoder keeps where they are.
-CONTENT_KEYS: frozenset[str] = frozenset({
-    sc.OUTPUT_VALUE, sc.TRACELOOP_ENTITY_OUTPUT,  # generator output, documents as JSON
-    sc.GEN_AI_RETRIEVAL_DOCUMENTS, sc.GEN_AI_OUTPUT_MESSAGES,
-    sc.GEN_AI_INPUT_MESSAGES, sc.GEN_AI_SYSTEM_INSTRUCTIONS,  # contexts found in messages
-})
-CONTENT_PREFIXES: tuple[str, ...] = (
-    sc.LLM_INPUT_MESSAGES_PREFIX + ".", sc.LLM_OUTPUT_MESSAGES_PREFIX + ".",
-    sc.GEN_AI_PROMPT_PREFIX + ".", sc.GEN_AI_COMPLETION_PREFIX + ".",
-)
 # what generator_output reads (no such key: no answer) ...
 _OUTPUT_KEYS = (sc.OUTPUT_VALUE, sc.TRACELOOP_ENTITY_OUTPUT, sc.GEN_AI_OUTPUT_MESSAGES)
 _OUTPUT_PREFIXES = (sc.LLM_OUTPUT_MESSAGES_PREFIX + ".", sc.GEN_AI_COMPLETION_PREFIX + ".")
 # ... what input_messages reads (no such key: no messages) ...
 _MESSAGE_KEYS = (sc.GEN_AI_INPUT_MESSAGES, sc.GEN_AI_SYSTEM_INSTRUCTIONS)
 _MESSAGE_PREFIXES = (sc.LLM_INPUT_MESSAGES_PREFIX + ".", sc.GEN_AI_PROMPT_PREFIX + ".")
-
-
-def latency_keys(settings: ExtractSettings | None = None) -> frozenset[str]:
-    """``LATENCY_KEYS`` plus the configured pipeline attribute."""
-    attribute = (settings or DEFAULT_SETTINGS).pipeline_attribute
-    return LATENCY_KEYS | {attribute} if attribute else LATENCY_KEYS
 
 
 # init=False: the __init__ below is compiled with the module (a generated one runs as interpreted

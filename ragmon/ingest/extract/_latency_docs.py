@@ -8,11 +8,11 @@ document-bearing spans in one group) by the full path's own readers, for that sp
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from ... import semconv as sc
 from ...types import AttrValue
 from ._documents import reranker_documents, span_documents
+from ._span_view import LightSpan as LatencySpan  # concrete (not a Protocol): compiled code reads its fields
 from ._trace import best_documents
 from ._values import to_float, to_id, to_str
 from ._view import Group
@@ -22,12 +22,6 @@ __all__ = ["Doc", "LatencyGroup", "documents", "has_text"]
 #: what span_documents reads after the flattened documents
 _DOCUMENT_KEYS = (sc.GEN_AI_RETRIEVAL_DOCUMENTS, sc.TRACELOOP_ENTITY_OUTPUT, sc.OUTPUT_VALUE)
 
-
-if TYPE_CHECKING:
-    # What ``latency_trace`` reads: a span read for latency only. The concrete (compiled) class, not
-    # a Protocol, so that compiled code reads its fields directly; imported for the types only (at
-    # run time otlp_light imports this package).
-    from ..otlp_light import LightSpan as LatencySpan
 
 
 class LatencyGroup:
@@ -40,7 +34,7 @@ class LatencyGroup:
 
 #: A document: its id, its score, and whether it has text — True / False when known, else the
 #: ``(span, content key)`` to read that from when asked (``has_text``). A tuple: one per document.
-Doc = tuple[str, "float | None", "bool | tuple[LatencySpan, str]"]
+Doc = tuple[str, float | None, bool | tuple[LatencySpan, str]]
 
 
 def has_text(doc: Doc) -> bool:

@@ -1,11 +1,14 @@
-"""The byte scan (``otlp_scan``) gives the object walk's (``otlp_light``) batches, span for span.
+"""The protobuf reader (``otlp_proto``): a light span is the full decode's span, read lightly.
 
-The compiled path reads latency-only spans from the message bytes; the walk over the parsed
-protobuf objects is the reference. Both run here on the fast path's corpus (real SDK spans, text
-and hostile shapes) and on hand-made wire shapes that protobuf resolves in its own ways (fields
-given twice, unknown fields, wrong wire types, groups, oneof members in turn): the scan gives the
-same batch, or leaves the request to the walk (None). Whether this module runs compiled or as
-pure Python depends on the install: test_native.py runs it both ways.
+With ``latency_only`` the reader reads spans of traces outside the bound from the message bytes
+(``proto_wire``) as ``LightSpan``s; the full decode of the same message (every span from the parsed
+protobuf objects, ``proto_values``) is the reference. Both run here on the fast path's corpus (real
+SDK spans, text and hostile shapes) and on hand-made wire shapes that protobuf resolves in its own
+ways (fields given twice, unknown fields, wrong wire types, groups, oneof members in turn): each
+light span holds exactly what the full span has of its latency keys, documents, content positions
+and values, role and header, and completes to the same record; what protobuf merges is decoded
+from the objects. Whether this module runs compiled or as pure Python depends on the install:
+test_native.py runs it both ways.
 """
 
 from __future__ import annotations
@@ -21,16 +24,24 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from ragmon import semconv as sc
-from ragmon.ingest.extract import latency_keys
+from ragmon.ingest.extract import (
+    BOTH,
+    CONTENT,
+    DOC,
+    SPAN_OVERHEAD,
+    VALUE,
+    LatencyOnly,
+    LightSpan,
+    latency_keys,
+    role_of,
+)
 from ragmon.ingest.otlp import decode_export_request
-from ragmon.ingest.otlp_light import LatencyOnly, LightBatch, LightSpan, convert_request_light
-from ragmon.ingest.otlp_scan import scan_request_light
+from ragmon.ingest.otlp_proto import read_protobuf
+from ragmon.sampling import trace_fraction
+from ragmon.types import SpanRecord
 
 from .test_fast_path import _bodies
 
-_FIELDS = ("attributes", "content", "doc_content", "docs", "dropped_attributes_count", "end_time_ns", "fraction",
-           "name", "parent_is_remote", "parent_span_id", "resource", "retriever_event", "role", "service_name",
-           "size", "span_id", "start_time_ns", "status_code", "trace_id")
 BOUNDS = (0.0, 0.5, 1.0)
 
 
@@ -39,33 +50,68 @@ def bodies() -> list[bytes]:
     return _bodies()
 
 
-def _snapshot(batch: LightBatch) -> list[Any]:
-    out: list[Any] = [batch.rejected_spans, batch.errors]
-    for span in batch.spans:
-        if isinstance(span, LightSpan):
-            fields = {name: getattr(span, name) for name in _FIELDS}
-            fields["values"] = {key: span.value(key) for key in span.content}
-            out.append(("light", fields, span.to_record()))
-        else:
-            out.append(("full", span))
-    return out
+def _expected_view(record: SpanRecord, latency_only: LatencyOnly) -> dict[str, Any]:
+    """What a light span must hold of ``record`` (the full decode's span), by the key plans."""
+    attrs: dict[str, Any] = {}
+    docs: dict[str, dict[int, dict[str, Any]]] = {}
+    content = set()
+    for key, value in record.attributes.items():
+        kind, doc = latency_only.plans.get(key)
+        if kind in (VALUE, BOTH):
+            attrs[key] = value
+        if kind in (DOC, BOTH):
+            assert doc is not None
+            docs.setdefault(doc[0], {}).setdefault(doc[1], {})[doc[2]] = value
+        if kind == CONTENT:
+            content.add(key)
+    return {"attributes": attrs, "docs": docs, "content": content}
 
 
-def _both(raw: bytes, bound: float) -> tuple[LightBatch | None, LightBatch]:
+def _check(raw: bytes, bound: float) -> int:
+    """The reader's batch against the full decode, span by span; how many spans were light."""
     latency_only = LatencyOnly(bound, latency_keys())
-    scanned = scan_request_light(raw, ExportTraceServiceRequest.FromString(raw), latency_only)
-    walked = convert_request_light(ExportTraceServiceRequest.FromString(raw), latency_only, len(raw))
-    return scanned, walked
+    light = read_protobuf(raw, latency_only)
+    full = read_protobuf(raw)
+    assert (light.rejected_spans, light.errors) == (full.rejected_spans, full.errors)
+    request = ExportTraceServiceRequest.FromString(raw)
+    share = len(raw) // max(1, sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans))
+    count = 0
+    for span, record in zip(light.spans, full.spans, strict=True):
+        if not isinstance(span, LightSpan):
+            assert span == record
+            continue
+        count += 1
+        expected = _expected_view(record, latency_only)
+        assert span.attributes == expected["attributes"]
+        assert span.docs == expected["docs"]
+        assert expected["content"] <= set(span.content)  # (also where every occurrence is empty)
+        assert {key: span.value(key) for key in span.content} == {
+            key: record.attributes.get(key) for key in span.content}
+        for prefix, by_index in span.doc_content.items():
+            for index, fields in by_index.items():
+                for name, key in fields.items():
+                    assert key in span.content and latency_only.plans.get(key)[1] == (prefix, index, name)
+        assert span.role == role_of(record.attributes, record.events)
+        assert span.retriever_event == any(e.name == sc.DB_QUERY_RESULT_EVENT for e in record.events)
+        assert (span.trace_id, span.span_id, span.parent_span_id, span.parent_is_remote, span.name,
+                span.start_time_ns, span.end_time_ns, span.status_code, span.dropped_attributes_count,
+                span.resource, span.scope_name) == (
+            record.trace_id, record.span_id, record.parent_span_id, record.parent_is_remote, record.name,
+            record.start_time_ns, record.end_time_ns, record.status_code, record.dropped_attributes_count,
+            record.resource, record.scope_name)
+        service = record.resource.get(sc.SERVICE_NAME)
+        assert span.service_name == (str(service) if service is not None else None)
+        assert span.size == SPAN_OVERHEAD + len(record.name) + share
+        assert span.fraction == (trace_fraction(span.trace_id) if bound > 0 else -1.0)
+        assert span.to_record() == record
+    return count
 
 
-def test_the_scan_gives_the_walks_batches_on_the_corpus(bodies: list[bytes]) -> None:
+def test_light_spans_are_the_full_decodes_spans_on_the_corpus(bodies: list[bytes]) -> None:
     light = 0
     for bound in BOUNDS:
         for body in bodies:
-            scanned, walked = _both(body, bound)
-            assert scanned is not None  # real exporters' messages: never left to the walk
-            assert _snapshot(scanned) == _snapshot(walked)
-            light += sum(isinstance(s, LightSpan) for s in scanned.spans)
+            light += _check(body, bound)
     assert light > 300
 
 
@@ -166,8 +212,8 @@ SHAPES: dict[str, bytes] = {
         + _attribute(sc.retrieval_document_attr(0, sc.DOCUMENT_CONTENT), _len(2, _len(1, b"text")))
         + _attribute(sc.retrieval_document_attr(0, sc.DOCUMENT_CONTENT), _len(2, b""))),
 }
-# protobuf merges these (or skips a group): the walk decides
-LEFT_TO_THE_WALK: dict[str, bytes] = {
+# protobuf merges these (or skips a group): the objects decide
+LEFT_TO_THE_OBJECTS: dict[str, bytes] = {
     "status given twice": _request(_span() + _len(15, _tag(3, 0) + _varint(2)) + _len(15, _len(2, b"m"))),
     "resource given twice": _request(_span(), resource=_len(1, b"") + _len(1, Resource().SerializeToString())),
     "scope given twice": _request(_span(), scope=_len(1, _len(1, b"a")) + _len(1, _len(2, b"1"))),
@@ -177,37 +223,24 @@ LEFT_TO_THE_WALK: dict[str, bytes] = {
 
 @pytest.mark.parametrize("name", list(SHAPES))
 @pytest.mark.parametrize("bound", BOUNDS)
-def test_the_scan_reads_wire_shapes_as_protobuf_does(name: str, bound: float) -> None:
-    scanned, walked = _both(SHAPES[name], bound)
-    assert scanned is not None
-    assert _snapshot(scanned) == _snapshot(walked)
+def test_the_reader_reads_wire_shapes_as_protobuf_does(name: str, bound: float) -> None:
+    light = _check(SHAPES[name], bound)
+    assert light == (0 if bound >= 1.0 else 1)  # (one span, its trace light below the bound)
 
 
-@pytest.mark.parametrize("name", list(LEFT_TO_THE_WALK))
-def test_what_protobuf_merges_is_left_to_the_walk(name: str) -> None:
-    raw = LEFT_TO_THE_WALK[name]
-    scanned, walked = _both(raw, 0.0)
-    assert scanned is None
-    # ... and the decoder still answers, as the walk does
+@pytest.mark.parametrize("name", list(LEFT_TO_THE_OBJECTS))
+def test_what_protobuf_merges_is_decoded_from_the_objects(name: str) -> None:
+    raw = LEFT_TO_THE_OBJECTS[name]
     light = decode_export_request(raw, content_type="application/x-protobuf",
                                   latency_only=LatencyOnly(0.0, latency_keys()))
-    assert _snapshot(light) == _snapshot(walked)  # type: ignore[arg-type]
+    full = decode_export_request(raw, content_type="application/x-protobuf")
+    assert not any(isinstance(s, LightSpan) for s in light.spans)
+    assert (list(light.spans), light.rejected_spans, light.errors) == (full.spans, full.rejected_spans, full.errors)
+    assert full.spans  # (the message is valid: its span is kept)
 
 
-def test_status_the_walk_reads_is_the_one_given() -> None:
-    scanned, _ = _both(SHAPES["status given once, code negative"], 0.0)
-    assert scanned is not None and isinstance(scanned.spans[0], LightSpan)
-    assert scanned.spans[0].status_code == "UNSET"  # (-1: no known code)
+def test_status_the_objects_read_is_the_one_given() -> None:
+    batch = read_protobuf(SHAPES["status given once, code negative"], LatencyOnly(0.0, latency_keys()))
+    assert isinstance(batch.spans[0], LightSpan)
+    assert batch.spans[0].status_code == "UNSET"  # (-1: no known code)
     assert Status.FromString(_tag(3, 0) + _varint(2**64 - 1)).code == -1
-
-
-@pytest.mark.parametrize("bound", [0.0, 0.5])
-def test_a_light_span_carries_its_traces_sampling_fraction(bodies: list[bytes], bound: float) -> None:
-    from ragmon.sampling import trace_fraction
-
-    for raw in bodies[:20]:
-        for batch in _both(raw, bound):
-            assert batch is not None
-            for span in batch.spans:
-                if isinstance(span, LightSpan):  # hashed only when some rate could judge the trace
-                    assert span.fraction == (trace_fraction(span.trace_id) if bound > 0 else -1.0)
