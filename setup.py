@@ -17,10 +17,9 @@ import ast
 import hashlib
 import importlib.util
 import json
-import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 from setuptools import setup
 from setuptools.command.build_ext import build_ext
@@ -83,24 +82,25 @@ def recorded_sources(modules: list[str]) -> dict[str, str]:
     return {m: hashlib.sha256(_source(m).read_bytes()).hexdigest() for m in sorted(seen)}  # type: ignore[union-attr]
 
 
-def _parse_bool() -> Callable[[str], bool]:
+def _env() -> ModuleType:
     spec = importlib.util.spec_from_file_location("ragmon_build_env", ENV)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.parse_bool  # type: ignore[no-any-return]
+    return module
 
 
-def pure_requested(environ: dict[str, str] | None = None) -> bool:
-    """Whether ``RAGMON_PURE_PYTHON`` asks for no compiling (``env.parse_bool``; unset: no; a value
-    it cannot read: no, with a warning, as ``_native.pure_requested`` reads it at run time)."""
-    value = (os.environ if environ is None else environ).get("RAGMON_PURE_PYTHON", "")
-    if not value.strip():
+def pure_requested() -> bool:
+    """Whether ``env.PURE_PYTHON`` asks for no compiling (``env.read``, ``env.parse_bool``; unset: no;
+    a value it cannot read: no, with a warning, as ``_native.pure_requested`` reads it at run time)."""
+    env = _env()
+    value = env.read(env.PURE_PYTHON)
+    if value is None:
         return False
     try:
-        return _parse_bool()(value)
+        return bool(env.parse_bool(value))
     except ValueError:
-        print(f"ragmon: RAGMON_PURE_PYTHON={value!r} is not a boolean; ignored", file=sys.stderr)  # noqa: T201
+        print(f"ragmon: {env.PURE_PYTHON}={value!r} is not a boolean; ignored", file=sys.stderr)  # noqa: T201
         return False
 
 
@@ -146,7 +146,7 @@ BUILD_CHECKS = ["--follow-imports=silent", "--no-warn-unused-ignores", "--no-war
 
 def _extensions() -> list[object]:
     if pure_requested():
-        _warn("RAGMON_PURE_PYTHON is set")
+        _warn("the pure-Python switch (ragmon/env.py: PURE_PYTHON) is set")
         return []
     try:
         from mypyc.build import mypycify

@@ -1,5 +1,5 @@
 """Every ``RAGMON_*`` environment variable outside the agent's settings table (the SDK's, ``ragmon
-dataset synth``'s), ``read`` for them, and the one boolean parser.
+dataset synth``'s, the compiled ingest path's switch), ``read`` for them, and the one boolean parser.
 
 Explicit argument > environment variable > default, everywhere. The agent's variables are one
 per setting of its table (``ragmon.config.AGENT_SETTINGS``: name, env var and flag generated
@@ -56,6 +56,10 @@ SYNTH_MODEL: Final = "RAGMON_SYNTH_MODEL"
 """The generator's chat model."""
 SYNTH_API_KEY: Final = "RAGMON_SYNTH_API_KEY"
 """The generator's API key (never logged); else ``RAGMON_JUDGE_API_KEY``."""
+
+# --- the compiled ingest path (ingest/_native.py at run time, setup.py at build time) ------------
+PURE_PYTHON: Final = "RAGMON_PURE_PYTHON"
+"""True: run (or build) the ingest hot path as pure Python, not its mypyc-compiled modules."""
 
 
 def read(name: str, environ: Mapping[str, str] | None = None) -> str | None:

@@ -34,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 
-from ..env import parse_bool
+from ..env import PURE_PYTHON, parse_bool, read
 
 __all__ = ["COMPILED_MODULES", "MANIFEST", "PURE_ENV", "install", "main", "pure_requested", "source_hashes", "state"]
 
@@ -55,7 +55,7 @@ COMPILED_MODULES = (
 )
 #: {"sources": {module: sha256}}: the compiled modules and every ragmon module they import (setup.py)
 MANIFEST = "_native.json"
-PURE_ENV = "RAGMON_PURE_PYTHON"
+PURE_ENV = PURE_PYTHON  # (named in env.py)
 _ROOT = Path(__file__).resolve().parent.parent.parent  # where the "ragmon" package lives
 
 
@@ -92,8 +92,8 @@ def install() -> str:
 
 def pure_requested(environ: Mapping[str, str] = os.environ) -> bool:
     """Whether ``RAGMON_PURE_PYTHON`` asks for the pure path (``env.parse_bool``; unset or unreadable: no)."""
-    value = environ.get(PURE_ENV, "")
-    if not value.strip():
+    value = read(PURE_ENV, environ)
+    if value is None:
         return False
     try:
         return parse_bool(value)

@@ -21,10 +21,6 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "ragmon"
 DOC = ROOT / "docs" / "architecture.md"
 
-# Issue 25, item 1 ("one decode model in ingest/") removes the last circle and the private names
-# imported between these decoders; until it lands they are the known exceptions, and only these.
-PENDING_INGEST_REWORK = frozenset({"ragmon.ingest.otlp", "ragmon.ingest.otlp_light", "ragmon.ingest.otlp_scan"})
-PENDING_ENV_READS = frozenset({"ragmon.ingest._native"})  # its own RAGMON_PURE_PYTHON switch (same rework)
 ENV_READERS = frozenset({"ragmon.config", "ragmon.env"})
 
 
@@ -188,7 +184,7 @@ def _circles() -> list[list[str]]:
 
 
 def test_no_import_circle() -> None:
-    circles = [c for c in _circles() if not set(c) <= PENDING_INGEST_REWORK]
+    circles = _circles()
     assert not circles, f"import circles: {circles}"
 
 
@@ -209,8 +205,7 @@ def test_no_private_name_imported_across_modules() -> None:
         for target, name, line in found:
             where = f"{known[module].relative_to(ROOT)}:{line}"
             full = f"{target}.{name}" if name else target
-            pending = module in PENDING_INGEST_REWORK and target.startswith("ragmon.ingest.")
-            if name and name.startswith("_") and not name.startswith("__") and full not in known and not pending:
+            if name and name.startswith("_") and not name.startswith("__") and full not in known:
                 wrong.append(f"{where}: private name {full}")
             imported_module = full if full in known else target
             parts = imported_module.split(".")
@@ -218,7 +213,7 @@ def test_no_private_name_imported_across_modules() -> None:
                 if part.startswith("_") and not part.startswith("__"):
                     owner = ".".join(parts[:i])
                     inside = module == owner or module.startswith(owner + ".")
-                    if not inside and not (module in PENDING_INGEST_REWORK and owner.startswith("ragmon.ingest")):
+                    if not inside:
                         wrong.append(f"{where}: private module {imported_module} outside {owner}")
                     break
     assert not wrong, "\n".join(wrong)
@@ -227,7 +222,7 @@ def test_no_private_name_imported_across_modules() -> None:
 def test_ragmon_variables_are_read_through_the_settings_table_or_env_py() -> None:
     wrong = []
     for module, path in modules().items():
-        if module in ENV_READERS | PENDING_ENV_READS:
+        if module in ENV_READERS:
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and re.fullmatch(

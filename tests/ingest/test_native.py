@@ -27,7 +27,7 @@ from ragmon.ingest import _native
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = Path(_native.__file__).resolve().parents[1]  # the installed ragmon package
-PURE = os.environ.get(_native.PURE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+PURE = _native.pure_requested()
 
 
 def _compiler() -> bool:
