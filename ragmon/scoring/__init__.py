@@ -6,7 +6,8 @@
 - ``local/``    the offline local judge: MiniLM embedder (int8 kernels), claims, evidence, model
                 and its fitted coefficients, profiles
 - ``llm/``      the LLM judge: HTTP transport, prompts, verdict parsing, compact and parity modes,
-                resilience (backoff, circuit breaker, rate limits), token budget, cache
+                resilience (circuit breaker, rate limits, Retry-After; delays: ``ragmon.backoff``), token
+                budget, cache
 - ``metrics/``  metric formulas, citations, abstention and diagnosis
 
 Sampling (which traces get judged) is ``ragmon.sampling``.

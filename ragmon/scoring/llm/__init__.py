@@ -25,14 +25,14 @@ ok, retry (a failed attempt that will be retried), timeout, http_error, rate_lim
 invalid_reply, circuit_open. The API key is sent as a header and never logged or put in
 an error message.
 
-Modules. Private (this package's API is ``__all__``): ``_settings`` the frozen settings,
-``_http`` the resilient POST, ``_chat`` chat/embeddings protocol and token usage, ``_calls``
-what a mode may call, ``_compact`` / ``_parity`` the modes, ``_eval`` the offline metrics,
-``_judge`` the ``LlmJudge`` facade (cache, budget, input cutting). Public helpers, importable on
-their own: ``prompts`` the prompt texts and their fenced payloads, ``verdicts`` tolerant parsing
-of the replies, ``resilience`` backoff, circuit breaker, rate limiter and ``Retry-After``,
-``budget`` the token budget, ``cache`` the content-hash cache. ``ChatClient``, ``JudgeHttp`` and
-``Usage`` are exported for the other LLM callers in ragmon (``ragmon dataset synth``).
+Modules. Private (this package's API is ``__all__``): ``_settings`` the frozen settings, ``_http``
+the resilient POST, ``_chat`` chat/embeddings protocol and token usage, ``_calls`` what a mode may
+call, ``_compact`` / ``_parity`` the modes, ``_eval`` the offline metrics, ``_judge`` the
+``LlmJudge`` facade (cache, budget, input cutting). Public helpers: ``prompts`` the prompt texts
+and their fenced payloads, ``verdicts`` tolerant parsing of the replies, ``resilience`` circuit
+breaker, rate limiter and ``Retry-After`` (the delays are ``ragmon.backoff``), ``budget`` the
+token budget, ``cache`` the content-hash cache. ``ChatClient``, ``JudgeHttp`` and ``Usage`` are
+exported for the other LLM callers in ragmon (``ragmon dataset synth``).
 """
 
 from __future__ import annotations
