@@ -41,7 +41,8 @@ Not computable (None) — the one rule for a ranking with nothing relevant, in `
 of every mean (never averaged as 0, never NaN). :func:`retrieval_metrics` returns None for every
 gold-based metric when the row has no relevant gold document (``no_answer`` rows, or gold that is
 all grade 0) — a 0 there would drag the averages down for questions that have nothing to find;
-calibration's MAP/MRR/NDCG count only traces with a relevant context (and say how many). The
+calibration's MAP/MRR/NDCG count only traces with a relevant context (and say how many), and
+``ragmon chunking`` grades only questions with a relevant gold document in the corpus. The
 single-list functions below, pinned to trec_eval by the tests, return trec_eval's 0.0 for such a
 list: call them behind that check. Two-hop metrics are None when ``hops`` holds an empty hop.
 """
