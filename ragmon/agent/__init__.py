@@ -13,6 +13,9 @@ One class, ``Agent``, assembled from parts that each fit in one reading (private
 - ``_steps``      the per-trace path: spans in -> assemble -> sample -> judge -> record scores
 - ``_lifecycle``  start / stop, metrics server, source, background tasks, readiness
 - ``_agent``      ``Agent`` itself: the constructor that wires the collaborators
+- ``_latency``    the latency-only path: a trace outside the judging sample, same metrics and accounting
+
+and the command that runs it, ``command`` (``ragmon agent``: flags generated from the settings table).
 """
 
 from __future__ import annotations
