@@ -43,9 +43,8 @@ import logging
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 import numpy as np
 
 from ..errors import JudgeCircuitOpenError, JudgeError, JudgeReplyError
@@ -53,6 +52,10 @@ from ..scoring.llm import ChatClient, JudgeHttp, LlmJudgeSettings
 from . import prompts as sp
 from .chunking import Chunk, chunk_corpus
 from .corpus import CorpusDoc
+
+if TYPE_CHECKING:
+    import httpx  # the transport seam's type only: HTTP itself is the LLM judge's client
+
 from .synth_options import (
     ADVERSARIAL,
     DECLINED,

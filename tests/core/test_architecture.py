@@ -1,6 +1,7 @@
 """docs/architecture.md stays true: its rooms exist and cover ragmon/, no import crosses its table,
 there is no import circle and no private name imported across modules, RAGMON_* variables are read
-only through the settings table or env.py, every command is written one way, and every path the page
+only through the settings table or env.py, foreign libraries (protobuf, Kafka, httpx, onnx) stay in
+their rooms, every command is written one way, and every path the page
 (and README's Development section) names exists. The imports are read from the source (ast), all of
 them: function-level imports count, ``if TYPE_CHECKING:`` ones do not."""
 
@@ -229,6 +230,34 @@ def test_ragmon_variables_are_read_through_the_settings_table_or_env_py() -> Non
                     r"RAGMON_[A-Z0-9_]+", node.value):
                 wrong.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value}")
     assert not wrong, "name these in config.py's table or env.py:\n" + "\n".join(wrong)
+
+
+# foreign objects stay behind their edge (docs/architecture.md, "Rules"): library -> where it may be imported
+CONFINED = {
+    "google.protobuf": ("ragmon.ingest.",),
+    "google.rpc": ("ragmon.ingest.",),
+    "opentelemetry.proto": ("ragmon.ingest.",),
+    "grpc": ("ragmon.ingest.",),
+    "aiokafka": ("ragmon.ingest.kafka_source", "ragmon.sdk.kafka_exporter"),
+    "httpx": ("ragmon.scoring.llm.", "ragmon.demo.runner"),
+    "onnx": ("ragmon.scoring.local.",),
+    "onnxruntime": ("ragmon.scoring.local.",),
+}
+
+
+def test_foreign_libraries_stay_in_their_rooms() -> None:
+    wrong = []
+    for module, path in modules().items():
+        for node in _import_nodes(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                names = [node.module] if node.level == 0 and node.module else []
+            for name in names:
+                library = next((lib for lib in CONFINED if name == lib or name.startswith(lib + ".")), None)
+                if library is not None and not module.startswith(CONFINED[library]):
+                    wrong.append(f"{path.relative_to(ROOT)}:{node.lineno}: {name}")
+    assert not wrong, "\n".join(wrong)
 
 
 def test_every_command_is_written_one_way() -> None:
