@@ -14,6 +14,11 @@ next to the raw ceiling measured in the same run.
   (``PYTHONPATH=DIR``, e.g. a ``git worktree`` of an earlier commit with its compiled modules built),
   in the same rounds as the agent, the two in alternating order: a change measured side by side with
   what it replaces, on the same machine at the same moments.
+* **path** (with ``--baseline``): the agent's per-message path without the broker — decode with
+  ``latency_only``, assembly, the latency-only view of each closed trace — over the same messages in
+  memory, CPU time per message (the best of ``--path-repeats``), for this build and the baseline in
+  turn, compiled and with ``RAGMON_PURE_PYTHON=1``: the code's own cost, without the broker's and
+  the machine's noise.
 
 Two kinds of traffic, each on its own topic, all phases in one run: **ids** (a retriever with 5
 document ids and scores, no text: what a deployment with a low content rate sends) and **text**
@@ -245,6 +250,55 @@ def run_phase(name: str, args: argparse.Namespace, bootstrap: str, topic: str, s
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def phase_path(shape: str, repeats: int) -> dict[str, Any]:
+    """CPU µs per message of decode + assembly + latency-only view, the best of ``repeats`` passes."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    from ragmon.ingest import extract
+    from ragmon.ingest._native import state
+    from ragmon.ingest.assembler import TraceAssembler
+    from ragmon.ingest.otlp import decode_traces_payload
+
+    if hasattr(extract, "LatencyOnly"):
+        latency_only = extract.LatencyOnly(0.0, extract.latency_keys())
+    else:  # a checkout from before the span view (LatencyOnly in ingest/otlp_light.py)
+        from ragmon.ingest import otlp_light  # type: ignore[attr-defined]
+
+        latency_only = otlp_light.LatencyOnly(0.0, extract.latency_keys())
+    request = ExportTraceServiceRequest.FromString(template_request() if shape == "ids" else text_template_request())
+    spans = [s for rs in request.resource_spans for ss in rs.scope_spans for s in ss.spans]
+    rng = random.Random(7)
+    messages = []
+    for _ in range(5000):
+        trace_id = rng.getrandbits(128).to_bytes(16, "big")
+        for span in spans:
+            span.trace_id = trace_id
+        messages.append(request.SerializeToString())
+    passes = []
+    for _ in range(repeats):
+        assembler = TraceAssembler(trace_timeout_s=30, max_open_traces=100_000, max_spans_per_trace=100)
+        light = 0
+        cpu = time.process_time()
+        for message in messages:
+            batch = decode_traces_payload(message, "otlp_proto", latency_only)
+            for closed in assembler.add_spans(batch.spans).closed:
+                light += closed.latency is not None
+        passes.append(1e6 * (time.process_time() - cpu) / len(messages))
+        assert light == len(messages), light  # every trace took the latency-only path
+    return {"us": min(passes), "passes": passes, "state": state()}
+
+
+def run_path(args: argparse.Namespace, shape: str, base: bool, pure: bool) -> dict[str, Any]:
+    env = {k: v for k, v in os.environ.items() if k != "RAGMON_PURE_PYTHON"}
+    if pure:
+        env["RAGMON_PURE_PYTHON"] = "1"
+    if base:
+        env["PYTHONPATH"] = str(args.baseline)
+    cmd = [sys.executable, __file__, "--phase", "path", "--shape", shape, "--path-repeats", str(args.path_repeats)]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
+    return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
 def _cpu() -> str:
     """The CPU model and its vector extensions (``lscpu``'s model name and avx* flags)."""
     model, flags = platform.processor() or "?", []
@@ -274,6 +328,9 @@ def _checkout(path: Path) -> str:
 def _phase_main(args: argparse.Namespace) -> None:
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})  # one core
+    if args.phase == "path":
+        print(json.dumps(phase_path(args.shape, args.path_repeats)))
+        return
     if args.phase == "ceiling":
         result = asyncio.run(phase_ceiling(args.bootstrap, args.topic, args.spans, args.partitions))
     elif os.environ.get("RAGMON_BENCH_PROFILE"):  # where the agent's time goes: pstats file per phase
@@ -303,7 +360,7 @@ def _median(runs: list[dict[str, float]]) -> dict[str, float]:
 
 def render(args: argparse.Namespace, results: dict[str, dict[str, dict[str, float]]], paired: dict[str, list[float]],
            sizes: dict[str, int], load: tuple[float, float], versus: dict[str, list[float]],
-           checkouts: dict[str, str]) -> str:
+           checkouts: dict[str, str], paths: dict[tuple[str, bool, bool], list[dict[str, Any]]]) -> str:
     def rate(result: dict[str, float]) -> float:
         return result["spans"] / result["seconds"]
 
@@ -384,6 +441,27 @@ def render(args: argparse.Namespace, results: dict[str, dict[str, dict[str, floa
             + "; ".join(compared) + " (above 1: this build is faster).",
             "",
         ]
+    if paths:
+        lines += [
+            "Without the broker (`path`: decode with `latency_only`, assembly and the latency-only view of "
+            "each trace, over 5,000 messages in memory, one core; CPU µs per message, the best of "
+            f"{args.path_repeats} passes, each build run 3 times in turn, the best run shown with all three):",
+            "",
+            "| traffic, path | this build | baseline | this / baseline |",
+            "| --- | ---: | ---: | ---: |",
+        ]
+        def listed(runs: list[dict[str, Any]]) -> str:
+            return ", ".join(f"{r['us']:.1f}" for r in runs)
+
+        for shape, base, pure in paths:
+            if base:
+                continue
+            this, before = paths[(shape, False, pure)], paths[(shape, True, pure)]
+            best, best_base = min(r["us"] for r in this), min(r["us"] for r in before)
+            label = "pure Python (`RAGMON_PURE_PYTHON=1`)" if pure else this[0]["state"]
+            lines.append(f"| {shape}, {label} | {best:.1f} µs ({listed(this)}) | {best_base:.1f} µs "
+                         f"({listed(before)}) | {best / best_base:.2f} |")
+        lines.append("")
     lines += [
         PROFILE_NOTE,
         SECTION_END,
@@ -396,23 +474,24 @@ def render(args: argparse.Namespace, results: dict[str, dict[str, dict[str, floa
 # below is an instruction count (valgrind --tool=callgrind) of the agent's per-message path without
 # Kafka (.cache/ingest-micro). Kept by hand: a profile is not re-measured on every run.
 PROFILE_NOTE = (
-    "Where the fast path's time goes (instructions per message of the compiled path, counted with `valgrind "
-    "--tool=callgrind` on the agent's per-message path without the broker: about 238 k for ids traffic, 331 k "
-    "for text): the protobuf parse 10 % (text 15 %); the byte scan that makes the `LightSpan`s "
-    "(`ingest/otlp_proto.py`, `ingest/proto_wire.py`) 38 % (text 40 %); assembly and the latency-only view of "
-    "each closed trace (`ingest/assembler.py`: a trace that comes whole in one message is closed without the "
-    "open-trace bookkeeping; `ingest/extract/_latency.py`) 21 % (21 %), three quarters of it the view; the "
-    "agent's latency step (`agent/_latency.py`: metric children, release and traffic trackers, accounting; "
-    "pure Python) 12 %; the Kafka source's own work, the span hand-over (`agent/_steps.py: submit`), the "
-    "delivery-token bookkeeping and freeing each message's objects the rest. What remains is object work (a "
-    "`LightSpan`, its dicts and hex ids per span, a `LatencyTrace` per trace, the agent's Python calls per "
-    "trace), not bytes. Before this round (2026-12-02 00:24 UTC, the same bench with one agent run, load 0.7): "
-    "345 k (ids) and 465 k (text) instructions per message; ids 17 % of the ceiling (67 µs CPU per message), "
-    "text 21 % (85 µs). The savings came from giving the per-trace classes compiled `__init__`s (a dataclass's "
-    "generated one ran as interpreted Python), typing the view's spans and maps concretely (no generic "
-    "attribute or method calls), the whole-trace close, and fewer Python calls per trace in the agent. And "
-    "before the per-batch metrics, the key memo and the documents filed at decode time (2026-12-01 20:13 UTC, "
-    "load 5.2): ids 8 % (128 µs), text 11 % (145 µs)."
+    "Where the fast path's time goes (instructions per message of the compiled path, counted at 98a509a, "
+    "before the readers were reorganised into one per format — the `path` rows above compare both builds — "
+    "with `valgrind --tool=callgrind` on the agent's per-message path without the broker: about 238 k for ids "
+    "traffic, 331 k for text): the protobuf parse 10 % (text 15 %); the byte scan that makes the `LightSpan`s "
+    "(then `ingest/otlp_scan.py`, now `ingest/otlp_proto.py` and `ingest/proto_wire.py`) 38 % (text 40 %); "
+    "assembly and the latency-only view of each closed trace (`ingest/assembler.py`: a trace that comes whole "
+    "in one message is closed without the open-trace bookkeeping; `ingest/extract/_latency.py`) 21 % (21 %), "
+    "three quarters of it the view; the agent's latency step (`agent/_latency.py`: metric children, release "
+    "and traffic trackers, accounting; pure Python) 12 %; the Kafka source's own work, the span hand-over "
+    "(`agent/_steps.py: submit`), the delivery-token bookkeeping and freeing each message's objects the rest. "
+    "What remains is object work (a `LightSpan`, its dicts and hex ids per span, a `LatencyTrace` per trace, "
+    "the agent's Python calls per trace), not bytes. Before this round (2026-12-02 00:24 UTC, the same bench "
+    "with one agent run, load 0.7): 345 k (ids) and 465 k (text) instructions per message; ids 17 % of the "
+    "ceiling (67 µs CPU per message), text 21 % (85 µs). The savings came from giving the per-trace classes "
+    "compiled `__init__`s (a dataclass's generated one ran as interpreted Python), typing the view's spans and "
+    "maps concretely (no generic attribute or method calls), the whole-trace close, and fewer Python calls per "
+    "trace in the agent. And before the per-batch metrics, the key memo and the documents filed at decode time "
+    "(2026-12-01 20:13 UTC, load 5.2): ids 8 % (128 µs), text 11 % (145 µs)."
 )
 
 
@@ -436,7 +515,10 @@ def main() -> int:
     parser.add_argument("--baseline", type=Path, default=None,
                         help="another ragmon checkout (a git worktree, its compiled modules built) whose fast agent "
                              "runs in the same rounds, alternating with this one's")
-    parser.add_argument("--phase", choices=("ceiling", "agent", "agent-full"), help=argparse.SUPPRESS)
+    parser.add_argument("--path-repeats", type=int, default=5,
+                        help="passes over the messages per path run (with --baseline; the best counts)")
+    parser.add_argument("--phase", choices=("ceiling", "agent", "agent-full", "path"), help=argparse.SUPPRESS)
+    parser.add_argument("--shape", choices=("ids", "text"), help=argparse.SUPPRESS)
     parser.add_argument("--topic", help=argparse.SUPPRESS)
     parser.add_argument("--spans", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--partitions", type=int, help=argparse.SUPPRESS)
@@ -483,6 +565,13 @@ def main() -> int:
             if bases:
                 results[shape]["agent-base"] = _median(bases)
                 versus[shape] = [_rate(a) / _rate(b) for a, b in zip(agents, bases, strict=True)]
+        paths: dict[tuple[str, bool, bool], list[dict[str, Any]]] = {}  # (shape, baseline, pure) -> runs
+        if args.baseline is not None:
+            for shape in topics:
+                for pure in (False, True):
+                    for index in range(3):  # in turn, the baseline first every other time
+                        for base in ((True, False) if index % 2 else (False, True)):
+                            paths.setdefault((shape, base, pure), []).append(run_path(args, shape, base, pure))
         load_after = os.getloadavg()[0]
     finally:
         if broker is not None:
@@ -491,7 +580,7 @@ def main() -> int:
     if args.baseline is not None:
         checkouts["baseline"] = _checkout(args.baseline.resolve())
     section = render(args, results, paired, {k: len(v) for k, v in templates.items()}, (load_before, load_after),
-                     versus, checkouts)
+                     versus, checkouts, paths)
     print(section)
     if args.write_docs:
         write_docs(section)
