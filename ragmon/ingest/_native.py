@@ -10,8 +10,9 @@ any of them is imported — decides once per process which to load:
   it imports (mypyc bakes in their constants and signatures), still has the SHA-256 the build
   recorded (``_native.json``, written next to the extensions);
 * pure Python otherwise: no compiled modules (no compiler when installed, or never built), or a
-  source edited since the build (an editable install's stale extension would silently run old
-  code: logged once as a warning; ``make dev-install`` rebuilds), or ``RAGMON_PURE_PYTHON`` true
+  source edited since the build, or a module of the list not built (the list changed since: an
+  editable install's stale extension would silently run old code; logged once as a warning,
+  ``make dev-install`` rebuilds), or ``RAGMON_PURE_PYTHON`` true
   (``env.parse_bool``: forces the pure path, e.g. to compare both; a value it cannot read is
   logged and ignored).
 
@@ -106,8 +107,10 @@ def _pure_reason() -> str | None:
     if pure_requested():
         return f"{PURE_ENV} is set"
     missing = [name for name in COMPILED_MODULES if _extension(name) is None]
-    if missing:
-        return "not compiled" if len(missing) == len(COMPILED_MODULES) else f"not compiled: {', '.join(missing)}"
+    if len(missing) == len(COMPILED_MODULES):
+        return "not compiled"
+    if missing:  # a build of another module list (one was renamed or added since): rebuild
+        return f"stale: {', '.join(missing)} not built"
     try:
         recorded = json.loads((Path(__file__).parent / MANIFEST).read_text())["sources"]
         current = source_hashes(_ROOT, list(recorded))

@@ -85,6 +85,22 @@ def test_an_edited_source_falls_back_to_pure_python(tmp_path: Path) -> None:
     assert _state_in(tmp_path).stdout.splitlines()[0] == "pure: stale: no build record (FileNotFoundError)"
 
 
+@needs_compiled
+def test_a_module_of_the_list_not_built_reads_as_stale(tmp_path: Path) -> None:
+    """A build of an older module list (a module renamed since): the group falls back and
+    ``main`` answers 1, so ``make dev-install`` rebuilds."""
+    shutil.copytree(PACKAGE, tmp_path / "ragmon", ignore=shutil.ignore_patterns("__pycache__"))
+    for built in (tmp_path / "ragmon" / "ingest").glob("proto_wire.*"):
+        if _is_extension(str(built)):
+            built.unlink()
+    run = _state_in(tmp_path)
+    assert run.stdout.splitlines()[0] == "pure: stale: ragmon.ingest.proto_wire not built"
+    env = {k: v for k, v in os.environ.items() if k != _native.PURE_ENV} | {"PYTHONPATH": str(tmp_path)}
+    code = "import sys; from ragmon.ingest._native import main; sys.exit(main())"
+    assert subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True,
+                          timeout=120).returncode == 1
+
+
 @pytest.mark.timeout(900)
 @pytest.mark.skipif(PURE, reason="this run is the pure one")
 def test_the_exactness_tests_pass_on_the_pure_path_too() -> None:
