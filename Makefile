@@ -30,12 +30,15 @@ $(VENV)/.ragmon-dev: pyproject.toml setup.py
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@ $(VENV)/.ragmon-agent
 
-## Services the tests start themselves: Prometheus/Alertmanager (Debian), Apache Kafka jars (Maven), tmux (ragmon dataset label's terminal test).
+## Services the tests start themselves: Prometheus/Alertmanager (Debian), Apache Kafka jars (Maven),
+## the OpenTelemetry Collector built from its Go modules (Go >= 1.26; cached in .cache/otelcol), tmux
+## (ragmon dataset label's terminal test).
 services:
 	bash scripts/install-prometheus.sh
 	command -v java >/dev/null && command -v mvn >/dev/null || \
 		{ apt-get update && apt-get install -y --no-install-recommends openjdk-17-jre-headless maven; }
 	bash scripts/kafka-broker.sh fetch
+	python3 scripts/otelcol.py build
 	command -v tmux >/dev/null || { apt-get update && apt-get install -y --no-install-recommends tmux; }
 
 lint: dev-install

@@ -4,7 +4,8 @@ Modules:
 
 - ``source``           the SpanSource / SpanSink contract (the sink's ``latency_only`` included)
 - ``http_receiver``, ``grpc_receiver``, ``kafka_source``, ``composite_source``  the sources;
-  ``handover`` (how a receiver hands spans over), ``offsets`` (Kafka commits), ``settings``
+  ``handover`` (how a receiver hands spans over), ``offsets`` (Kafka commits), ``settings``,
+  ``kafka_wait`` (aiokafka's waits for a topic or coordinator as one line)
 - ``otlp``             the front: media type, compression, size bounds, then the format's reader
 - ``decoded``          what every reader gives (batches) and the rules they share (limits, ids)
 - ``otlp_proto``       the protobuf reader (``proto_wire``: the wire format read from bytes;

@@ -31,6 +31,7 @@ from .. import semconv as sc
 from ..backoff import Backoff
 from ..errors import ConfigError, DecodeError
 from .handover import batch_of, latency_only_of
+from .kafka_wait import WaitingFilter
 from .offsets import OffsetTracker, PartitionKey
 from .otlp import decode_traces_payload
 from .settings import KafkaSourceSettings
@@ -139,6 +140,7 @@ class KafkaSource:
         self._spans_counter = metrics.spans_received.labels(self.name)
         self._ok_counter = metrics.requests_received.labels(self.name, "ok")
         self._tally = Tally()  # per-message counts, applied once per partition batch
+        self._waiting = WaitingFilter(config.kafka_topics, config.kafka_group_id)
 
     # --- SpanSource -------------------------------------------------------------------------
     async def start(self, sink: SpanSink) -> None:
@@ -148,6 +150,7 @@ class KafkaSource:
         self._sink = sink
         self._latency_only = latency_only_of(sink)
         self._stopping = False
+        self._waiting.install()
         self._task = asyncio.create_task(self._run(), name="ragmon-kafka-source")
 
     async def stop(self) -> None:
@@ -175,6 +178,7 @@ class KafkaSource:
             self._producer = None
         self._account_pause()
         self._connected = False
+        self._waiting.remove()
         for topic, partition in list(self._lag_labels):
             self._drop_lag(topic, partition)
 
@@ -429,6 +433,7 @@ class KafkaSource:
         self._metrics.kafka_rebalances.labels("assigned").inc()
         self._assigned = set(assigned)
         if assigned:
+            self._waiting.over()
             log.info("kafka: partitions assigned: %s", _fmt({(tp.topic, tp.partition) for tp in assigned}))
 
     # --- lag ------------------------------------------------------------------------------------

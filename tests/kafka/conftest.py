@@ -3,7 +3,9 @@
 The session broker is started by ``scripts/kafka_broker.py`` (KRaft, one node, loopback,
 jars resolved with Maven into ``$RAGMON_KAFKA_HOME``), or taken from
 ``RAGMON_TEST_KAFKA_BOOTSTRAP`` when that is set. Tests that stop the broker get a private
-one (``private_broker``) so an outage never disturbs the other tests.
+one (``private_broker``) so an outage never disturbs the other tests. ``otelcol`` is the real
+OpenTelemetry Collector that ``make services`` builds (``scripts/otelcol.py``): a test that needs
+it fails when it cannot be built, it is never skipped.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import subprocess
 import sys
 import uuid
 from collections.abc import Callable, Hashable, Iterator, Sequence
@@ -28,6 +31,7 @@ from tests.helpers.eventually import eventually as eventually  # re-exported for
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
 from kafka_broker import KafkaBroker  # noqa: E402
+from otelcol import CollectorError, OtelCollector, ensure_binary, validate  # noqa: E402
 
 BOOT_TIMEOUT_S = 120.0
 
@@ -77,6 +81,42 @@ def private_broker(tmp_path: Path) -> Iterator[Broker]:
         yield Broker(broker.bootstrap, broker)
     finally:
         broker.stop()
+
+
+@pytest.fixture(scope="session")
+def otelcol_binary() -> Path:
+    """The Collector binary; built here when missing (Go needed), a failure when it cannot be."""
+    try:
+        return ensure_binary()
+    except (CollectorError, OSError) as exc:
+        pytest.fail(f"the OpenTelemetry Collector is needed (run `make services`): {exc}", pytrace=False)
+
+
+def validate_collector_config(config: Path) -> subprocess.CompletedProcess[str]:
+    """``otelcol validate`` with the built Collector (a failure, not a skip, when it cannot be built)."""
+    try:
+        binary = ensure_binary()
+    except (CollectorError, OSError) as exc:
+        pytest.fail(f"the OpenTelemetry Collector is needed (run `make services`): {exc}", pytrace=False)
+    return validate(config, binary)
+
+
+@pytest.fixture
+def otelcol(otelcol_binary: Path, tmp_path: Path) -> Iterator[Callable[..., OtelCollector]]:
+    """Start Collectors writing to a broker's topic: ``otelcol(bootstrap, topic, encoding=...)``."""
+    started: list[OtelCollector] = []
+
+    def start(bootstrap: str, topic: str, encoding: str = "otlp_proto") -> OtelCollector:
+        collector = OtelCollector(tmp_path / "otelcol", bootstrap, topic, encoding, binary=otelcol_binary)
+        collector.start()
+        started.append(collector)
+        return collector
+
+    try:
+        yield start
+    finally:
+        for collector in started:
+            collector.stop()
 
 
 def _unique(request: pytest.FixtureRequest, prefix: str) -> str:
