@@ -167,6 +167,7 @@ M_KAFKA_REBALANCES: Final = "ragmon_kafka_rebalances"  # counter {kind}
 M_KAFKA_PAUSED: Final = "ragmon_kafka_paused_seconds"  # counter
 M_KAFKA_DEAD_LETTERS: Final = "ragmon_kafka_dead_letters"  # counter {reason}
 M_BUILD_INFO: Final = "ragmon_build"  # info {version}
+M_JUDGE_INFO: Final = "ragmon_judge_info"  # gauge {judge, version, profile}: 1, what the agent judges with
 
 # --- offline evaluation (ragmon eval --pushgateway; job ragmon_eval, grouped by evalset) ---------
 M_EVAL_SCORE: Final = "ragmon_eval_score_ratio"
@@ -203,6 +204,8 @@ L_SAMPLE: Final = "sample"  # rate | priority: which sampling stream a score bel
 L_APP_VERSION: Final = "app_version"  # ragmon_release_info: the app's service.version
 L_PROMPT_VERSION: Final = "prompt_version"  # ragmon_release_info: llm.prompt_template.version
 L_MODEL: Final = "model"  # ragmon_release_info: llm.model_name / gen_ai.*.model
+L_VERSION: Final = "version"  # ragmon_judge_info: the judge's feature version (local) or model (llm)
+L_PROFILE: Final = "profile"  # ragmon_judge_info: the fitted judge profile's name, or PROFILE_NONE
 
 METRIC_FAITHFULNESS: Final = "faithfulness"
 METRIC_ANSWER_RELEVANCY: Final = "answer_relevancy"
@@ -224,6 +227,7 @@ VERDICTS: Final = (VERDICT_OK, VERDICT_RETRIEVAL, VERDICT_GENERATION, VERDICT_BO
 # Label value used once a bounded label set is full (see export.labels).
 OVERFLOW_LABEL: Final = "_other"
 UNKNOWN_LABEL: Final = "unknown"
+PROFILE_NONE: Final = "none"  # ragmon_judge_info{profile}: no fitted profile, the judge's shipped defaults
 
 # --- Bounded reason values -------------------------------------------------------------------
 # traces skipped (not judged, by design)

@@ -108,8 +108,11 @@ def stat(
     desc: str = "",
     color: str = "blue",
     steps: tuple[Step, ...] | None = None,
+    text_mode: cm.BigValueTextMode = cm.BigValueTextMode.VALUE_AND_NAME,
+    graph: bool = True,
 ) -> stat_b.Panel:
-    """A single value coloured by its thresholds (one colour when there are none)."""
+    """A single value coloured by its thresholds (one colour when there are none); ``text_mode``
+    NAME shows only the series name (a label that says what the value means)."""
     return (
         stat_b.Panel()
         .title(title)
@@ -121,8 +124,8 @@ def stat(
         .thresholds(thresholds(*(steps or ((None, color),))))
         .reduce_options(cb.ReduceDataOptions().calcs(["lastNotNull"]).fields("").values(False))
         .color_mode(cm.BigValueColorMode.BACKGROUND)
-        .graph_mode(cm.BigValueGraphMode.AREA)
-        .text_mode(cm.BigValueTextMode.VALUE_AND_NAME)
+        .graph_mode(cm.BigValueGraphMode.AREA if graph else cm.BigValueGraphMode.NONE)
+        .text_mode(text_mode)
         .justify_mode(cm.BigValueJustifyMode.CENTER)
         .orientation(cm.VizOrientation.AUTO)
     )

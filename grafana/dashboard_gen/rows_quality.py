@@ -3,12 +3,14 @@ and user feedback, priority-sampled traces, and the sampling rate with the drop 
 
 from __future__ import annotations
 
+from .calibration import calibration_panel
 from .common import PRIORITY, RATE, SP, B, R, W
 from .panels import Layout, heatmap, stat, target, timeseries
 
 
 def quality_rows(lay: Layout) -> None:
     lay.row("Quality: score means (1h window vs 7d baseline, rate-sampled traces)")
+    calibration_panel(lay)  # is the judge fitted to this domain? (ragmon_judge_info)
     for m in R.QUALITY_METRICS:
         sel = f'{SP}, metric="{m.name}", {RATE}'
         lay.add(

@@ -13,6 +13,7 @@ from .._security import server_ssl_context
 from ..export.server import MetricsServer
 from ..ingest.settings import HttpReceiverSettings, KafkaSourceSettings
 from ..ingest.source import SpanSource
+from ..scoring.identity import judge_identity, not_fitted_line
 from ..scoring.judge import CIRCUIT_CLOSED, Judge
 from ._state import CANCEL_RETRY_S, CANCEL_ROUNDS, EXPIRY_TICK_S, ScoreListener, log
 from ._steps import TraceStepsMixin
@@ -29,6 +30,8 @@ class LifecycleMixin(TraceStepsMixin):
 
             # Loading the local model takes a moment; keep the loop responsive.
             self._judge = await asyncio.to_thread(build_judge, self.config.section(JudgeSettings), self.metrics)
+        identity = judge_identity(self._judge)
+        self.metrics.judge_info.labels(identity.judge, identity.version, identity.profile).set(1)
         if self._source is None:
             self._source = self._build_source()
         # Bounded by judge_backlog through _in_flight (queued + being judged), see _process_one.
@@ -42,6 +45,9 @@ class LifecycleMixin(TraceStepsMixin):
         self._started = True
         log.info("ragmon agent started: source=%s judge=%s metrics=http://%s:%d/metrics",
                  self._source.name, self._judge.name, self.config.metrics_host, self.metrics_port)
+        not_fitted = not_fitted_line(identity)  # once, after a start that worked
+        if not_fitted is not None:
+            log.warning("%s", not_fitted)
 
     def _build_server(self) -> MetricsServer:
         c = self.config

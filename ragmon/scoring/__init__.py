@@ -2,6 +2,7 @@
 
 - ``judge``     the ``Judge`` / ``EvalJudge`` Protocols, ``JudgeMetrics``, ``EvalRequest``
 - ``factory``   the one place a judge is built from settings
+- ``identity``  what a judge judges with (judge, version, fitted profile): ``ragmon_judge_info``
 - ``text``      sentences, words, stems and stop words, read the same way by every judge and metric
 - ``local/``    the offline local judge: MiniLM embedder (int8 kernels), claims, evidence, model
                 and its fitted coefficients, profiles

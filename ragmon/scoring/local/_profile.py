@@ -11,11 +11,13 @@ version and a profile for another version is refused.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ... import semconv as sc
 from ...errors import ConfigError
 from . import model as local_model
 
@@ -23,6 +25,9 @@ from . import model as local_model
 # profile's weights are only valid for the features they were fitted on.
 JUDGE_VERSION = "local-4"  # local-4: context sentences sharing no word with question or answer are not embedded
 PROFILE_FORMAT = "ragmon-judge-profile"
+DEFAULT_SOURCE = "shipped"
+_LABEL_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
+_LABEL_MAX = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,8 +43,18 @@ class JudgeProfile:
     relevancy_threshold: float = 0.5
     context_threshold: float | None = None  # None: the shipped one
     version: str = JUDGE_VERSION
-    source: str = "shipped"
+    source: str = DEFAULT_SOURCE  # where it came from: the file it was read from
     meta: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        """The profile's name for ``ragmon_judge_info{profile}``: ``meta.name`` (``ragmon calibrate
+        --fit --profile-name``), else the file's stem; "none" for the shipped defaults."""
+        if self.source == DEFAULT_SOURCE:
+            return sc.PROFILE_NONE
+        name = self.meta.get("name") if isinstance(self.meta.get("name"), str) else None
+        name = _LABEL_CHARS.sub("_", name or Path(self.source).stem)[:_LABEL_MAX]
+        return name if name and name != sc.PROFILE_NONE else "unnamed"
 
     def to_json(self) -> dict[str, Any]:
         return {
