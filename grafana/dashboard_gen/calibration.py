@@ -14,20 +14,25 @@ NOT_FITTED = "default judge, not fitted to this domain"
 TITLE = "Judge calibration"
 # the profile label's value when no profile is loaded: ragmon.semconv.PROFILE_NONE
 PROFILE_NONE = "none"
+# no "$" in the query (Grafana reads "$..." as a template variable): the fitted branch gets a constant
+# "shown" prefix and keeps its profile label; the default branch drops its profile label ("none")
+_NONE = f'ragmon_judge_info{{profile="{PROFILE_NONE}"}}'
+_FITTED = f'ragmon_judge_info{{profile!="{PROFILE_NONE}"}}'
 EXPR = (
-    f'label_replace(max by (judge, version, profile) (ragmon_judge_info{{profile!="{PROFILE_NONE}"}}),\n'
-    '  "shown", "fitted profile $1", "profile", "(.+)")\n'
+    f"label_replace(max by (judge, version, profile) ({_FITTED}),\n"
+    '  "shown", "fitted profile ", "judge", ".*")\n'
     "or\n"
-    f'label_replace(0 * max by (judge, version, profile) (ragmon_judge_info{{profile="{PROFILE_NONE}"}}),\n'
-    f'  "shown", "{NOT_FITTED}", "profile", ".*")'
+    f"label_replace(label_replace(0 * max by (judge, version, profile) ({_NONE}),\n"
+    f'  "shown", "{NOT_FITTED}", "judge", ".*"), "profile", "", "profile", ".*")'
 )
+LEGEND = "{{shown}}{{profile}} · {{judge}} judge {{version}}"
 
 
 def calibration_panel(lay: Layout) -> None:
     lay.add(
         stat(
             TITLE,
-            [target(EXPR, "{{shown}} · {{judge}} judge {{version}}", "A", instant=True)],
+            [target(EXPR, LEGEND, "A", instant=True)],
             unit="none",
             steps=((None, "orange"), (1, "green")),
             text_mode=cm.BigValueTextMode.NAME,

@@ -50,6 +50,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     parser.add_argument("--fit", type=Path, default=None, metavar="PROFILE.json",
                         help="fit the local judge to these labels (cross-validated) and write a judge profile")
+    parser.add_argument("--profile-name", default=None, metavar="NAME",
+                        help="--fit: the profile's name, shown by the agent as ragmon_judge_info{profile} and on "
+                        "the dashboard (default: the profile file's stem)")
     parser.add_argument("--judge-profile", type=Path, default=None, metavar="PROFILE.json",
                         help="score with a local judge profile written by --fit (or RAGMON_JUDGE_PROFILE)")
 
@@ -229,7 +232,8 @@ def run_fit(args: argparse.Namespace, judge: Judge, rows: list[LabelledRow]) -> 
         return 2
     started = time.monotonic()
     try:
-        profile, fits, refused = fit_profile(judge, rows, boot=args.bootstrap, seed=args.seed)
+        profile, fits, refused = fit_profile(judge, rows, boot=args.bootstrap, seed=args.seed,
+                                             name=args.profile_name)
     except TooFewLabels as exc:
         print(f"ragmon calibrate: too few labels to fit: {exc}", file=sys.stderr)
         return 2
@@ -243,6 +247,6 @@ def run_fit(args: argparse.Namespace, judge: Judge, rows: list[LabelledRow]) -> 
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({"file": str(args.file), "fits": [
             {"metric": f.metric, "n": f.n, "failures": f.failures, "default": f.default, "refit": f.refit,
-             "gain_ci95": list(f.gain_ci95), "learning_curve": f.curve} for f in fits],
+             "gain_ci95": list(f.gain_ci95), "learning_curve": f.curve, "threshold": f.threshold} for f in fits],
             "refused": refused}, indent=2) + "\n", encoding="utf-8")
     return 0

@@ -8,6 +8,11 @@ of fold (5 folds grouped by ``meta.source_id`` when rows have one): balanced acc
 the default against the refit, their difference with a paired bootstrap interval, and a
 learning curve (the refit trained on 25, 50, 100, ... rows of each training part). Pure
 numpy; the rows' features come from the judge passed in.
+
+Context relevance (rows with ``meta.context_labels``) gets its threshold fitted: the raw relevance
+probability above which a context counts as relevant, chosen for the best balanced accuracy over
+the labelled contexts of the training folds (the ranking, hence AUC and MAP, does not change; the
+verdicts, hence context precision, do). Out of fold like the others, grouped by row.
 """
 
 from __future__ import annotations
@@ -51,6 +56,21 @@ class RowFeatures:
     relevancy: dict[str, float] | None = None
     relevancy_default: float | None = None
     abstained: bool = False
+    context_labels: tuple[int, ...] | None = None
+    context_raw: list[float] | None = None  # raw P(relevant) per context (no threshold shift)
+    context_default: list[float] | None = None  # the shipped relevance per context
+
+
+def label_of(metric: str, r: RowFeatures) -> int | None:
+    return r.faithful if metric == "faithfulness" else r.relevant
+
+
+def feats_of(metric: str, r: RowFeatures) -> dict[str, float] | None:
+    return r.faith if metric == "faithfulness" else r.relevancy
+
+
+def default_of(metric: str, r: RowFeatures) -> float | None:
+    return r.faith_default if metric == "faithfulness" else r.relevancy_default
 
 
 def _logit(p: float) -> float:
@@ -76,6 +96,10 @@ def row_features(judge: LocalJudge, row: LabelledRow) -> RowFeatures:
         out.relevancy = {**details["answer_relevancy_features"], "shipped_logit": _logit(rel)}
         out.relevancy_default = rel
         out.abstained = bool(details.get("abstained"))
+    if row.context_labels is not None and analysis.context_features:
+        out.context_labels = row.context_labels
+        out.context_raw = [local_model.context_relevance(f, 0.5) for f in analysis.context_features]
+        out.context_default = [float(v) for v in details.get("context_relevance") or []]
     return out
 
 
@@ -155,6 +179,7 @@ class MetricFit:
     gain_ci95: tuple[float, float]
     curve: list[dict[str, float]]
     weights: dict[str, float]  # raw weights over the judge's features (shipped_logit expanded)
+    threshold: float | None = None  # context relevance: the fitted raw-probability cut
 
 
 def _expand(raw: dict[str, float], shipped: dict[str, float], shipped_shift: float) -> dict[str, float]:
@@ -172,22 +197,16 @@ def fit_metric(
     metric: str, rows: Sequence[RowFeatures], names: Sequence[str], boot: int, seed: int,
     shipped: dict[str, float], shipped_shift: float,
 ) -> MetricFit:
-    def label_of(r: RowFeatures) -> int | None:
-        return r.faithful if metric == "faithfulness" else r.relevant
-
-    def feats_of(r: RowFeatures) -> dict[str, float] | None:
-        return r.faith if metric == "faithfulness" else r.relevancy
-
-    use = [r for r in rows if label_of(r) is not None and feats_of(r) is not None]
-    y = np.array([label_of(r) for r in use], dtype=np.int64)
+    use = [r for r in rows if label_of(metric, r) is not None and feats_of(metric, r) is not None]
+    y = np.array([label_of(metric, r) for r in use], dtype=np.int64)
     n_fail, n_good = int((y == 0).sum()), int((y == 1).sum())
     if len(use) < MIN_ROWS or min(n_fail, n_good) < MIN_PER_CLASS:
         raise TooFewLabels(
             f"{metric}: {len(use)} labelled rows ({n_fail} failures, {n_good} passes); --fit needs at least "
             f"{MIN_ROWS} rows with {MIN_PER_CLASS} of each class"
         )
-    x = np.array([[(feats_of(r) or {})[n] for n in names] for r in use], dtype=np.float64)
-    default = np.array([r.faith_default if metric == "faithfulness" else r.relevancy_default for r in use], float)
+    x = np.array([[(feats_of(metric, r) or {})[n] for n in names] for r in use], dtype=np.float64)
+    default = np.array([default_of(metric, r) for r in use], float)
     capped = np.array([metric == "answer_relevancy" and r.abstained for r in use])
     fold = np.array([_fold(r.group, seed) for r in use])
 
@@ -218,7 +237,7 @@ def fit_metric(
                 bas.append(_ba(y[good], p[good]))
         if bas:
             curve.append({"train_rows": size, "balanced_accuracy": float(np.mean(bas))})
-    model = Logistic(list(names)).fit(x[~capped], y[~capped].astype(float))
+    model = train_model(metric, use, names)
     lo, hi = _paired_ci(y[ok], default[ok], refit[ok], boot, seed)
 
     def summary(s: np.ndarray) -> dict[str, float]:
@@ -229,8 +248,97 @@ def fit_metric(
                      _expand(model.raw_weights(), shipped, shipped_shift))
 
 
+def train_model(metric: str, rows: Sequence[RowFeatures], names: Sequence[str] | None = None) -> Logistic:
+    """The refit of ``metric`` on the labelled ``rows`` (refusals left out of answer relevancy: their
+    score is capped whatever the model says)."""
+    names = list(names or (FAITH_FEATURES if metric == "faithfulness" else RELEVANCY_FEATURES))
+    use = [r for r in rows if label_of(metric, r) is not None and feats_of(metric, r) is not None
+           and not (metric == "answer_relevancy" and r.abstained)]
+    x = np.array([[(feats_of(metric, r) or {})[n] for n in names] for r in use], dtype=np.float64)
+    y = np.array([label_of(metric, r) for r in use], dtype=np.float64)
+    return Logistic(names).fit(x, y)
+
+
+def predict_rows(model: Logistic, metric: str, rows: Sequence[RowFeatures]) -> np.ndarray:
+    """The refit's scores of ``rows`` (rows without features: NaN; refusals capped as at runtime)."""
+    out = np.full(len(rows), np.nan)
+    for i, r in enumerate(rows):
+        feats = feats_of(metric, r)
+        if feats is None:
+            continue
+        p = float(model.predict(np.array([[feats[n] for n in model.names]], dtype=np.float64))[0])
+        out[i] = min(p, local_model.REFUSAL_CAP) if metric == "answer_relevancy" and r.abstained else p
+    return out
+
+
+MIN_CONTEXT_ROWS = 20  # rows with per-context labels
+
+
+def _context_threshold(labels: np.ndarray, raw: np.ndarray) -> float:
+    t = stats.best_threshold(labels, raw)[0]
+    return float(min(max(t, 0.01), 0.99)) if not math.isnan(t) else 0.5
+
+
+def _shift(raw: np.ndarray, t: float) -> np.ndarray:
+    z = np.log(np.clip(raw, 1e-6, 1 - 1e-6) / (1 - np.clip(raw, 1e-6, 1 - 1e-6))) - _logit(t)
+    out: np.ndarray = 1.0 / (1.0 + np.exp(-z))
+    return out
+
+
+def fit_context(rows: Sequence[RowFeatures], boot: int, seed: int) -> MetricFit:
+    """Context relevance: the threshold on the raw relevance probability, out of fold (grouped)."""
+    use = [r for r in rows if r.context_labels is not None and r.context_raw is not None
+           and r.context_default is not None and len(r.context_raw) == len(r.context_labels)]
+    y = np.array([v for r in use for v in r.context_labels or ()], dtype=np.int64)
+    n_fail, n_good = int((y == 0).sum()), int((y == 1).sum())
+    if len(use) < MIN_CONTEXT_ROWS or min(n_fail, n_good) < MIN_PER_CLASS:
+        raise TooFewLabels(
+            f"context_relevance: {len(use)} rows with meta.context_labels ({n_fail} irrelevant, {n_good} relevant "
+            f"contexts); --fit needs at least {MIN_CONTEXT_ROWS} rows with {MIN_PER_CLASS} contexts of each class")
+    raw = np.array([v for r in use for v in r.context_raw or ()], dtype=np.float64)
+    default = np.array([v for r in use for v in r.context_default or ()], dtype=np.float64)
+    row_of = np.array([i for i, r in enumerate(use) for _ in r.context_labels or ()])
+    fold = np.array([_fold(r.group, seed) for r in use])[row_of]
+
+    def oof(limit: int | None, rep: int) -> np.ndarray:
+        pred = np.full(len(y), np.nan)
+        for k in range(FOLDS):
+            train_rows = np.unique(row_of[fold != k])
+            if limit is not None:
+                if limit > len(train_rows):
+                    return pred
+                train_rows = np.random.default_rng(seed + 97 * rep + k).choice(train_rows, limit, replace=False)
+            train = np.isin(row_of, train_rows)
+            if (y[train] == 0).sum() < 2 or (y[train] == 1).sum() < 2:
+                continue
+            pred[fold == k] = _shift(raw[fold == k], _context_threshold(y[train], raw[train]))
+        return pred
+
+    refit = oof(None, 0)
+    ok = ~np.isnan(refit)
+    curve = []
+    train_size = int(len(use) * (FOLDS - 1) / FOLDS)
+    for size in [s for s in CURVE_SIZES if s < train_size] + [train_size]:
+        bas = []
+        for rep in range(3 if size < train_size else 1):
+            p = oof(size if size < train_size else None, rep)
+            good = ~np.isnan(p)
+            if good.sum() and len(set(y[good])) == 2:
+                bas.append(_ba(y[good], p[good]))
+        if bas:
+            curve.append({"train_rows": size, "balanced_accuracy": float(np.mean(bas))})
+    lo, hi = _paired_ci(y[ok], default[ok], refit[ok], boot, seed)
+
+    def summary(s: np.ndarray) -> dict[str, float]:
+        return {"auc": stats.roc_auc(y[ok], s[ok]), "balanced_accuracy": _ba(y[ok], s[ok]),
+                "best_balanced_accuracy": stats.best_threshold(y[ok], s[ok])[1]}
+
+    return MetricFit("context_relevance", len(use), n_fail, summary(default), summary(refit), (lo, hi), curve,
+                     {}, threshold=_context_threshold(y, raw))
+
+
 def fit_profile(
-    judge: LocalJudge, rows: Sequence[LabelledRow], boot: int = 1000, seed: int = 0
+    judge: LocalJudge, rows: Sequence[LabelledRow], boot: int = 1000, seed: int = 0, name: str | None = None
 ) -> tuple[JudgeProfile, list[MetricFit], list[str]]:
     """Fit every metric that has enough labels; the messages say which were refused and why.
     Raises ``TooFewLabels`` when no metric can be fitted."""
@@ -246,21 +354,31 @@ def fit_profile(
             fits.append(fit_metric(metric, feats, names, boot, seed, shipped, shift))
         except TooFewLabels as exc:
             refused.append(str(exc))
+    try:
+        fits.append(fit_context(feats, boot, seed))
+    except TooFewLabels as exc:
+        refused.append(str(exc))
     if not fits:
         raise TooFewLabels("; ".join(refused))
     by = {f.metric: f for f in fits}
+    meta: dict[str, Any] = {"rows": len(rows), "fits": {f.metric: {"n": f.n, "failures": f.failures,
+                                                                "default": f.default, "refit": f.refit}
+                                                     for f in fits}}
+    if name:
+        meta["name"] = name
     profile = JudgeProfile(
         faithfulness_weights=by["faithfulness"].weights if "faithfulness" in by else None,
         relevancy_weights=by["answer_relevancy"].weights if "answer_relevancy" in by else None,
+        context_threshold=by["context_relevance"].threshold if "context_relevance" in by else None,
         source="fitted",
-        meta={"rows": len(rows), "fits": {f.metric: {"n": f.n, "failures": f.failures,
-                                                     "default": f.default, "refit": f.refit} for f in fits}},
+        meta=meta,
     )
     return profile, fits, refused
 
 
 def format_fits(fits: Sequence[MetricFit]) -> str:
-    lines = ["out of fold (5 folds grouped by meta.source_id), failure = score < 0.5:",
+    lines = ["out of fold (5 folds grouped by meta.source_id), failure = score < 0.5 "
+             "(context_relevance: per labelled context, its threshold fitted):",
              f"{'metric':18s} {'n (fail)':>10s} {'AUC default':>11s} {'AUC refit':>9s} {'BA default':>10s} "
              f"{'BA refit':>8s}  gain [95% CI]"]
     for f in fits:
@@ -276,4 +394,8 @@ def format_fits(fits: Sequence[MetricFit]) -> str:
     for f in fits:
         curve = ", ".join(f"{c['train_rows']}: {c['balanced_accuracy']:.3f}" for c in f.curve)
         lines.append(f"learning curve, {f.metric} (training rows: balanced accuracy): {curve}")
+    for f in fits:
+        if f.threshold is not None:
+            lines.append(f"{f.metric}: a context counts as relevant from raw probability {f.threshold:.3f} on "
+                         "(the shipped cut applies when the profile has none)")
     return "\n".join(lines)

@@ -15,6 +15,10 @@
 * :mod:`.dataset_command` / :mod:`.chunking_command` — the ``ragmon dataset`` and ``ragmon chunking``
   commands.
 * :mod:`.label` — ``ragmon dataset label``: terminal labelling that stops and resumes.
+* :mod:`.judge_label` — ``ragmon dataset label --mode judge``: faithful / answers the question /
+  relevant contexts, written in the calibration format ``ragmon calibrate --fit`` reads.
+* :mod:`.label_order` — the order candidates are offered in for a fit: scores near the threshold
+  first, spread over pipelines and verdicts.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -107,12 +108,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            help="strata take turns (balanced, default) or get shares of their size")
     harvest_p.set_defaults(func=run_harvest)
 
-    label = sub.add_parser("label", help="label candidates in the terminal; appends to the golden set; resumable",
+    label = sub.add_parser("label", help="label candidates in the terminal (golden set, or --mode judge for "
+                           "ragmon calibrate --fit); resumable",
                            description="Walk through candidates: confirm or pick the gold documents, accept or "
-                           "write the reference answer, set type and difficulty, or skip. q quits; the same "
-                           "command resumes.")
+                           "write the reference answer, set type and difficulty, or skip (--mode judge: say "
+                           "whether the answer is faithful, answers the question, which contexts are relevant). "
+                           "q quits; the same command resumes.")
     label.add_argument("candidates", help="candidate rows (ragmon dataset harvest --out)")
-    label.add_argument("--out", type=Path, required=True, metavar="GOLDEN.jsonl", help="golden set to append to")
+    label.add_argument("--out", type=Path, required=True, metavar="GOLDEN.jsonl",
+                       help="file to append to: the golden set, or with --mode judge the labelled rows for "
+                       "ragmon calibrate")
+    label.add_argument("--mode", choices=("golden", "judge"), default="golden",
+                       help="golden (default): gold documents, reference answer, type, difficulty for ragmon eval; "
+                       "judge: is the answer faithful, does it answer the question, which contexts are relevant — "
+                       "the calibration format ragmon calibrate --fit reads")
+    label.add_argument("--order", choices=("fit", "file"), default=None,
+                       help="fit: the traces whose labels help a fit most first (scores near the threshold, "
+                       "pipelines and verdicts taking turns; default with --mode judge); file: as in the file")
+    label.add_argument("--answers", type=Path, default=None, metavar="FILE",
+                       help="read the answers from FILE, one per line as they would be typed, instead of the "
+                       "terminal (scripted runs); at its end the labelling stops and can be resumed")
     label.set_defaults(func=run_label)
 
 
@@ -218,6 +233,7 @@ def run_harvest(args: argparse.Namespace) -> int:
 
 
 def run_label(args: argparse.Namespace) -> int:
+    from .judge_label import JudgeLabeller, order_candidates
     from .label import Labeller
 
     try:
@@ -227,8 +243,34 @@ def run_label(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     for problem in candidates.problems:
         print(f"ragmon dataset label: line {problem.line}: {problem.message}", file=sys.stderr)
-    Labeller(candidates.rows, args.out).run()
+    rows = list(candidates.rows)
+    if (args.order or ("fit" if args.mode == "judge" else "file")) == "fit":
+        rows = order_candidates(rows)
+    read: Callable[[str], str] = input
+    if args.answers is not None:
+        try:
+            read = answers_from(args.answers.read_text(encoding="utf-8").splitlines())
+        except OSError as exc:
+            print(f"ragmon dataset label: cannot read --answers: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    labeller = JudgeLabeller if args.mode == "judge" else Labeller
+    labeller(rows, args.out, read=read).run()
     return EXIT_OK
+
+
+def answers_from(lines: list[str]) -> Callable[[str], str]:
+    """An ``input`` that answers from ``lines`` (echoing prompt and answer); EOFError at their end."""
+    feed = iter(lines)
+
+    def read(prompt: str) -> str:
+        try:
+            answer = next(feed)
+        except StopIteration:
+            raise EOFError from None
+        print(f"{prompt}{answer}", flush=True)
+        return answer
+
+    return read
 
 
 __all__ = ["add_arguments", "run"]

@@ -7,6 +7,9 @@ accepts the app's answer as the reference or writes one (``-`` = none), and sets
 and difficulty — or skips (``s``) or quits (``q``, Ctrl-D, Ctrl-C). Each labelled row is appended
 to the golden set at once; decisions (labelled or skipped) are kept in ``GOLDEN.jsonl.label-state.json``
 so that running the same command again resumes where the labeller stopped.
+
+``--mode judge`` (``judge_label.JudgeLabeller``) asks instead what a judge fit needs and writes the
+calibration format ``ragmon calibrate`` reads.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import Any, TextIO
 from ..evaluation.goldenset import load_golden_set
 from ..evaluation.types import GoldenRow
 
-__all__ = ["Labeller", "state_path"]
+__all__ = ["Labeller", "QuitLabelling", "SkipCandidate", "state_path"]
 
 _TYPES = {"": "factoid", "f": "factoid", "s": "summary", "m": "multi_hop", "n": "no_answer",
           "factoid": "factoid", "summary": "summary", "multi_hop": "multi_hop", "no_answer": "no_answer"}
@@ -31,12 +34,12 @@ _DIFFICULTIES = {"": None, "e": "easy", "m": "medium", "h": "hard", "easy": "eas
 _SNIPPET = 160
 
 
-class _Quit(Exception):
-    pass
+class QuitLabelling(Exception):
+    """q, Ctrl-D or Ctrl-C: stop here; the same command resumes."""
 
 
-class _Skip(Exception):
-    pass
+class SkipCandidate(Exception):
+    """s: no row for this candidate; it is not offered again."""
 
 
 def state_path(out: Path) -> Path:
@@ -53,8 +56,12 @@ class Labeller:
         self._stream = stream or sys.stdout
         self.decisions: dict[str, str] = self._load_state()
         if out.exists():
-            for row in load_golden_set(out).rows:
-                self.decisions.setdefault(row.id, "labelled")
+            for row_id in self._written_ids():
+                self.decisions.setdefault(row_id, "labelled")
+
+    def _written_ids(self) -> list[str]:
+        """Ids of the rows already in the output file (labelled before the state file was kept)."""
+        return [row.id for row in load_golden_set(self.out).rows]
 
     def _load_state(self) -> dict[str, str]:
         try:
@@ -76,11 +83,11 @@ class Labeller:
         try:
             answer = self._read(prompt).strip()
         except (EOFError, KeyboardInterrupt):
-            raise _Quit() from None
+            raise QuitLabelling() from None
         if answer.lower() in ("q", "quit"):
-            raise _Quit()
+            raise QuitLabelling()
         if answer.lower() in ("s", "skip") and not prompt.startswith("type"):
-            raise _Skip()
+            raise SkipCandidate()
         return answer
 
     def run(self) -> dict[str, int]:
@@ -91,17 +98,17 @@ class Labeller:
         for number, candidate in enumerate(todo, start=1):
             try:
                 row = self._label(candidate, number, len(todo))
-            except _Skip:
+            except SkipCandidate:
                 self.decisions[candidate.id] = "skipped"
                 counts["skipped"] += 1
                 self.say(f"skipped {candidate.id}")
-            except _Quit:
+            except QuitLabelling:
                 break
             else:
                 self._append(row)
                 self.decisions[candidate.id] = "labelled"
                 counts["labelled"] += 1
-                self.say(f"saved {candidate.id} ({len(row.get('ground_truth_docs', []))} gold document(s))")
+                self.say(f"saved {candidate.id} ({self._saved_note(row)})")
             counts["left"] -= 1
             self._save_state()
         self._save_state()
@@ -111,6 +118,9 @@ class Labeller:
         else:
             self.say(f"done: {counts['labelled']} labelled, {counts['skipped']} skipped.")
         return counts
+
+    def _saved_note(self, row: Mapping[str, Any]) -> str:
+        return f"{len(row.get('ground_truth_docs', []))} gold document(s)"
 
     def _label(self, c: GoldenRow, number: int, total: int) -> dict[str, Any]:
         meta = dict(c.meta)
@@ -183,7 +193,7 @@ class Labeller:
                 return options[answer]
             self.say("  not one of the choices; try again")
 
-    def _append(self, row: dict[str, Any]) -> None:
+    def _append(self, row: Mapping[str, Any]) -> None:
         self.out.parent.mkdir(parents=True, exist_ok=True)
         with self.out.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")

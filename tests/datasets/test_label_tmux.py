@@ -133,3 +133,56 @@ def test_label_stop_and_resume_in_a_real_terminal(terminal: Terminal, tmp_path: 
         ({}, None, "no_answer", None)
     state = json.loads((tmp_path / "golden.jsonl.label-state.json").read_text())
     assert state["decided"] == {"prod-1": "labelled", "prod-2": "skipped", "prod-3": "labelled"}
+
+
+def _judged(n: int, faithfulness: float) -> dict:
+    row = _candidate(n)
+    row["meta"]["scores"] = {"faithfulness": faithfulness, "answer_relevancy": 0.9, "context_precision": 0.9}
+    return row
+
+
+def test_judge_mode_in_a_real_terminal(terminal: Terminal, tmp_path: Path) -> None:
+    """--mode judge: faithful? answers? relevant contexts? -> the calibration format; the trace nearest
+    the threshold is offered first; no scores on screen; quit and resume."""
+    candidates = write_jsonl(tmp_path / "candidates.jsonl", [_judged(1, 0.97), _judged(2, 0.52), _judged(3, 0.1)])
+    labels = tmp_path / "labels.jsonl"
+    command = f"{sys.executable} -m ragmon dataset label {candidates} --mode judge --out {labels}"
+
+    terminal.start(command)
+    screen = terminal.wait_for("faithful?")
+    assert "case 2?" in screen and "0.52" not in screen  # nearest the threshold first; scores not shown
+    assert "[2] kb-12  Policy text 1 for case 2." in screen
+    terminal.type("maybe")
+    terminal.wait_for("y, n or ?; try again")
+    terminal.type("n")
+    terminal.wait_for("answers the question?")
+    terminal.type("y")
+    terminal.wait_for("relevant contexts")
+    terminal.type("1,3")
+    terminal.wait_for("saved prod-2 (faithful no, answers yes, relevant contexts 2/3)")
+    terminal.wait_for("faithful?", count=2)
+    terminal.type("q")
+    screen = terminal.wait_for("<<exited>>")
+    assert "stopped: 1 labelled, 0 skipped, 2 left" in screen
+
+    terminal.kill()
+    terminal.start(command)
+    screen = terminal.wait_for("faithful?")
+    assert "3 candidate(s), 2 to label, 1 already done" in screen
+    terminal.type("?")
+    terminal.wait_for("answers the question?")
+    terminal.type("y")
+    terminal.wait_for("relevant contexts")
+    terminal.type("0")
+    terminal.wait_for("faithful?", count=2)
+    terminal.type("s")
+    screen = terminal.wait_for("<<exited>>")
+    assert "done: 1 labelled, 1 skipped." in screen
+
+    rows = [json.loads(line) for line in labels.read_text().splitlines()]
+    assert [r["id"] for r in rows] == ["prod-2", rows[1]["id"]] and rows[1]["id"] in ("prod-1", "prod-3")
+    assert rows[0]["labels"] == {"faithful": 0, "answer_relevant": 1, "context_relevant": 1}
+    assert rows[0]["meta"]["context_labels"] == [1, 0, 1] and rows[0]["answer"] == "Refunds take 2 days."
+    assert rows[0]["contexts"] == [f"Policy text {i} for case 2." for i in range(3)]
+    assert rows[1]["labels"] == {"faithful": None, "answer_relevant": 1, "context_relevant": 0}
+    assert rows[1]["meta"]["context_labels"] == [0, 0, 0]

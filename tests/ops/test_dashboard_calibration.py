@@ -42,19 +42,22 @@ def _series(labels: dict[str, str]) -> str:
 def test_panel_query_in_prometheus(promtool: str, tmp_path: Path) -> None:
     target = panel()["targets"][0]
     expr, legend = target["expr"], target["legendFormat"]
-    assert "{{shown}}" in legend
+    # what Grafana shows: the legend over the series' labels (a missing label renders empty)
+    assert legend == "{{shown}}{{profile}} · {{judge}} judge {{version}}"
+    assert "$" not in expr, "Grafana would read it as a template variable"
     default = {"judge": "local", "version": "local-4", "profile": "none"}
     fitted = {"judge": "local", "version": "local-4", "profile": "shop-faq"}
     cases = [
         # two replicas on the shipped defaults: one line, not fitted
         ([{**default, "instance": "a:9464"}, {**default, "instance": "b:9464"}],
-         [({**default, "shown": NOT_FITTED}, 0)]),
-        ([{**fitted, "instance": "a:9464"}], [({**fitted, "shown": "fitted profile shop-faq"}, 1)]),
+         [({"judge": "local", "version": "local-4", "shown": NOT_FITTED}, 0)]),
+        ([{**fitted, "instance": "a:9464"}], [({**fitted, "shown": "fitted profile "}, 1)]),
         # a rollout half done: both are shown
         ([{**fitted, "instance": "a:9464"}, {**default, "instance": "b:9464"}],
-         [({**fitted, "shown": "fitted profile shop-faq"}, 1), ({**default, "shown": NOT_FITTED}, 0)]),
+         [({**fitted, "shown": "fitted profile "}, 1),
+          ({"judge": "local", "version": "local-4", "shown": NOT_FITTED}, 0)]),
         ([{"judge": "llm", "version": "gpt-4o-mini", "profile": "none", "instance": "a:9464"}],
-         [({"judge": "llm", "version": "gpt-4o-mini", "profile": "none", "shown": NOT_FITTED}, 0)]),
+         [({"judge": "llm", "version": "gpt-4o-mini", "shown": NOT_FITTED}, 0)]),
     ]
     tests = [{
         "interval": "1m",
