@@ -241,8 +241,12 @@ def fit_metric(
     lo, hi = _paired_ci(y[ok], default[ok], refit[ok], boot, seed)
 
     def summary(s: np.ndarray) -> dict[str, float]:
+        # sensitivity / specificity at the agent's threshold (0.5), out of fold: what the agent exports
+        # for the drop alerts' correction (scoring/error_rates.py, meta.error_rates of the profile)
         return {"auc": stats.roc_auc(y[ok], s[ok]), "balanced_accuracy": _ba(y[ok], s[ok]),
-                "best_balanced_accuracy": stats.best_threshold(y[ok], s[ok])[1]}
+                "best_balanced_accuracy": stats.best_threshold(y[ok], s[ok])[1],
+                "sensitivity": float(np.mean(s[ok][y[ok] == 0] < 0.5)),
+                "specificity": float(np.mean(s[ok][y[ok] == 1] >= 0.5))}
 
     return MetricFit(metric, len(use), n_fail, summary(default), summary(refit), (lo, hi), curve,
                      _expand(model.raw_weights(), shipped, shipped_shift))
@@ -366,6 +370,10 @@ def fit_profile(
                                                      for f in fits}}
     if name:
         meta["name"] = name
+    # the refit's out-of-fold error rates at the threshold: the agent exports them and the drop alerts
+    # estimate the true failing share with them (scoring/error_rates.py)
+    meta["error_rates"] = {f.metric: {"sensitivity": f.refit["sensitivity"], "specificity": f.refit["specificity"]}
+                           for f in fits if f.metric in ("faithfulness", "answer_relevancy")}
     profile = JudgeProfile(
         faithfulness_weights=by["faithfulness"].weights if "faithfulness" in by else None,
         relevancy_weights=by["answer_relevancy"].weights if "answer_relevancy" in by else None,

@@ -60,6 +60,11 @@ def test_fit_writes_a_profile_that_the_judge_and_calibrate_use(
     loaded = load_profile(profile)
     assert loaded.version == JUDGE_VERSION
     assert loaded.faithfulness_weights is not None and loaded.relevancy_weights is None
+    # the refit's out-of-fold error rates, for the drop alerts' correction (only fitted metrics)
+    rates = loaded.meta["error_rates"]
+    assert set(rates) == {"faithfulness"}
+    assert 0.0 <= rates["faithfulness"]["sensitivity"] <= 1.0 and 0.0 <= rates["faithfulness"]["specificity"] <= 1.0
+    assert rates["faithfulness"]["sensitivity"] + rates["faithfulness"]["specificity"] > 1.0  # better than chance
     judge = LocalJudge(profile=profile)
     row = _rows(3)[1]
     scores = judge.score_sync(row["question"], row["contexts"], row["answer"])
