@@ -1,0 +1,146 @@
+"""Score pools: every labelled row scored once by the judge, then drawn from by label.
+
+The simulation never invents a score. Each judged trace it simulates is a real labelled row,
+drawn from the faithful or the unfaithful pool (per question group), carrying the scores the
+judge gave that row — so the judge's real errors on the user's data are in every simulated hour.
+
+Scoring is the expensive part (the local judge needs ~0.1 s per row, an LLM judge a call), so
+the scores of a (labels file, judge, profile) are cached as JSON next to nothing else: the cache
+key is the sha256 of the three.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .. import quality
+from ..calibration.dataset import LabelledRow, RowError, read_rows
+
+NO_GROUP = "all"
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredRow:
+    """One labelled row with the judge's scores (metric -> value in [0, 1])."""
+
+    id: str
+    group: str
+    labels: dict[str, int | None]
+    scores: dict[str, float]
+
+
+@dataclass(frozen=True, slots=True)
+class Pools:
+    """The scored rows of one labels file, and how to draw from them by metric label."""
+
+    source: str
+    judge: str
+    profile: str | None
+    rows: tuple[ScoredRow, ...]
+
+    @property
+    def groups(self) -> tuple[str, ...]:
+        return tuple(sorted({r.group for r in self.rows}))
+
+    def metrics(self) -> tuple[str, ...]:
+        """Online metrics the judge scored on at least one row, in table order."""
+        seen = {m for r in self.rows for m in r.scores}
+        return tuple(m for m in quality.ONLINE_NAMES if m in seen)
+
+    def labelled_metrics(self) -> tuple[str, ...]:
+        """Online metrics whose human label has both classes here: those can have incidents."""
+        out = []
+        for name in self.metrics():
+            label = quality.metric(name).label
+            values = {r.labels.get(label) for r in self.rows if label and name in r.scores}
+            if {0, 1} <= values:
+                out.append(name)
+        return tuple(out)
+
+    def failing_flags(self, metric: str) -> list[int | None]:
+        """Per row: 1 where humans say the metric failed (label 0), 0 where it passed, None unknown."""
+        label = quality.metric(metric).label
+        out: list[int | None] = []
+        for r in self.rows:
+            value = r.labels.get(label) if label else None
+            out.append(None if value is None else 1 - int(value))
+        return out
+
+
+def group_of(meta: dict[str, Any], field: str | None) -> str:
+    if not field:
+        return NO_GROUP
+    value = meta.get(field)
+    return str(value) if isinstance(value, str | int) and str(value) else NO_GROUP
+
+
+def _metas(path: Path) -> dict[int, dict[str, Any]]:
+    """Line number -> the row's ``meta`` object (groups live there; calibration rows drop it)."""
+    out: dict[int, dict[str, Any]] = {}
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                continue
+            meta = obj.get("meta") if isinstance(obj, dict) else None
+            out[number] = meta if isinstance(meta, dict) else {}
+    return out
+
+
+def cache_key(path: Path, judge: str, profile: Path | None) -> str:
+    digest = hashlib.sha256()
+    digest.update(path.read_bytes())
+    digest.update(judge.encode())
+    if profile is not None:
+        digest.update(profile.read_bytes())
+    return digest.hexdigest()[:24]
+
+
+def read_labelled(path: Path) -> tuple[list[LabelledRow], list[RowError]]:
+    rows: list[LabelledRow] = []
+    bad: list[RowError] = []
+    for item in read_rows(path, None):
+        (bad if isinstance(item, RowError) else rows).append(item)  # type: ignore[arg-type]
+    return rows, bad
+
+
+def build_pools(
+    path: Path,
+    judge_name: str,
+    profile: Path | None,
+    score_rows: Callable[[list[LabelledRow]], list[dict[str, float] | None]],
+    group_field: str | None,
+    cache_dir: Path | None,
+) -> Pools:
+    """Score every row of ``path`` (or read the cached scores) and return the pools.
+
+    ``score_rows`` maps rows to their scores (None where the judge failed on a row: such rows
+    are left out of the pools and counted by the caller)."""
+    rows, _bad = read_labelled(path)
+    metas = _metas(path)
+    cached: dict[str, Any] | None = None
+    cache_file = None
+    if cache_dir is not None:
+        cache_file = cache_dir / f"{path.stem}.{judge_name}.{cache_key(path, judge_name, profile)}.json"
+        if cache_file.is_file():
+            cached = json.loads(cache_file.read_text(encoding="utf-8"))
+    if cached is not None:
+        scores: list[dict[str, float] | None] = [cached.get(str(r.line)) for r in rows]
+    else:
+        scores = score_rows(rows)
+        if cache_file is not None:
+            cache_file.parent.mkdir(parents=True, exist_ok=True)
+            cache_file.write_text(json.dumps({str(r.line): s for r, s in zip(rows, scores, strict=True)}),
+                                  encoding="utf-8")
+    scored = tuple(
+        ScoredRow(id=r.id, group=group_of(metas.get(r.line, {}), group_field), labels=dict(r.labels),
+                  scores={k: float(v) for k, v in s.items() if k in quality.ONLINE_NAMES})
+        for r, s in zip(rows, scores, strict=True) if s
+    )
+    return Pools(source=str(path), judge=judge_name, profile=str(profile) if profile else None, rows=scored)

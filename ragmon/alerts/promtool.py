@@ -1,0 +1,213 @@
+"""Prometheus's own rule engine over simulated counters: ``promtool test rules``.
+
+The shipped rules file is evaluated as it is, by promtool, over input series written from the
+simulation (one ``pipeline`` label value per simulated pipeline run). promtool evaluates every
+group at the test's ``evaluation_interval`` from t=0, stores the ``ALERTS`` series it produces,
+and then answers PromQL queries over that history: when each alert episode started. Nothing of
+PromQL is re-implemented here; this module writes YAML and reads promtool's answer.
+
+Only the groups that hold quality alerts are kept, and of their recording rules only those the
+alerts depend on (transitively): the others cannot change when an alert fires and would only cost
+evaluation time (the 7-day dashboard means are the most expensive rules of the file).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .. import semconv as sc
+from ..errors import ConfigError
+
+PHASE_SERIES = "ragmon_sim_phase"  # 0 warm-up, 1 measured before the incident, 2 after it
+_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
+_GOT = re.compile(r"^\s*(\{.*\})\s+(\S+)\s*$")
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesSet:
+    """Input series of one simulated pipeline: metric -> counter name -> values per scrape."""
+
+    pipeline: str
+    judge: str
+    counters: dict[str, dict[str, Sequence[float]]]
+    phases: Sequence[int]  # per scrape
+
+
+@dataclass(frozen=True, slots=True)
+class Episode:
+    alertname: str
+    severity: str
+    pipeline: str
+    metric: str
+    value: float  # what the query returned: an episode count, or a first timestamp (s)
+
+
+def promtool_path() -> str:
+    path = shutil.which("promtool")
+    if path is None:
+        raise ConfigError("promtool", "not found on PATH: install Prometheus (Debian: apt-get install prometheus)")
+    return path
+
+
+def quality_rules(rules: dict[str, Any], keep_alert: Any = None) -> dict[str, Any]:
+    """The groups of ``rules`` that hold alerts on judge scores, cut to what those alerts read."""
+    records: dict[str, str] = {}
+    for group in rules.get("groups", []):
+        for rule in group.get("rules", []):
+            if "record" in rule:
+                records[rule["record"]] = rule["expr"]
+    alerts = [
+        rule for group in rules.get("groups", []) for rule in group.get("rules", [])
+        if "alert" in rule and "ragmon_score" in _expand_names(rule["expr"], records)
+        and (keep_alert is None or keep_alert(rule["alert"]))
+    ]
+    needed: set[str] = set()
+    todo = [name for a in alerts for name in _NAME.findall(a["expr"]) if name in records]
+    while todo:
+        name = todo.pop()
+        if name in needed:
+            continue
+        needed.add(name)
+        todo.extend(n for n in _NAME.findall(records[name]) if n in records)
+    groups = []
+    for group in rules.get("groups", []):
+        kept = [r for r in group.get("rules", []) if r.get("record") in needed or r in alerts]
+        if kept:
+            groups.append({**group, "rules": kept})
+    return {"groups": groups}
+
+
+def _expand_names(expr: str, records: dict[str, str], depth: int = 0) -> str:
+    if depth > 8:
+        return expr
+    return expr + " " + " ".join(_expand_names(records[n], records, depth + 1)
+                                 for n in _NAME.findall(expr) if n in records)
+
+
+def _values(values: Iterable[float]) -> str:
+    return " ".join(f"{v:.6g}" if v == int(v) else f"{v:.6f}".rstrip("0") for v in values)
+
+
+def _phase_values(phases: Sequence[int]) -> str:
+    """Phases in promtool's expanding notation (``0x2015 1x300 2x700``): runs of one value."""
+    out = []
+    i = 0
+    while i < len(phases):
+        j = i
+        while j + 1 < len(phases) and phases[j + 1] == phases[i]:
+            j += 1
+        out.append(f"{phases[i]}x{j - i}" if j > i else str(phases[i]))
+        i = j + 1
+    return " ".join(out)
+
+
+def test_file(
+    rule_file: Path,
+    sets: Sequence[SeriesSet],
+    gauges: dict[str, dict[tuple[str, str], float]],
+    scrape_s: float,
+    evaluation_s: float,
+    end_s: float,
+    measured_s: float,
+    service: str = "sim",
+) -> dict[str, Any]:
+    """A promtool unit-test document: the input series and the queries over ``ALERTS``."""
+    series: list[dict[str, str]] = []
+    n_scrapes = max(len(s.phases) for s in sets)
+    for s in sets:
+        base = f'service="{service}",pipeline="{s.pipeline}",job="ragmon",instance="sim"'
+        series.append({"series": f"{PHASE_SERIES}{{{base}}}", "values": _phase_values(s.phases)})
+        for metric, counters in s.counters.items():
+            labels = f'{base},judge="{s.judge}",metric="{metric}",sample="{sc.SAMPLE_STREAM_RATE}"'
+            for name, values in counters.items():
+                # a value per scrape from t=scrape_s; t=0 holds the zero the agent starts from
+                series.append({"series": f"{name}{{{labels}}}", "values": _values([0.0, *values])})
+    for name, by_key in gauges.items():
+        for (judge, metric), value in by_key.items():
+            series.append({"series": f'{name}{{judge="{judge}",metric="{metric}",job="ragmon",instance="sim"}}',
+                           "values": f"{value:g}x{n_scrapes}"})
+    starts = f'(ALERTS{{alertstate="firing"}} unless ALERTS{{alertstate="firing"}} offset {int(evaluation_s)}s)'
+    rng = f"[{int(measured_s)}s:{int(evaluation_s)}s]"
+    phase = f"on(service, pipeline) group_left() ({PHASE_SERIES} == %d)"
+    queries = [
+        # episodes that started while measured, before any incident: false pages
+        f"sum_over_time(({starts} and {phase % 1}){rng})",
+        # the first episode that started after the incident (a timestamp in seconds)
+        f"min_over_time(timestamp({starts} and {phase % 2}){rng})",
+        # episodes after the incident (a slow drift may page, resolve and page again)
+        f"sum_over_time(({starts} and {phase % 2}){rng})",
+    ]
+    return {
+        "rule_files": [str(rule_file)],
+        "evaluation_interval": f"{int(evaluation_s)}s",
+        "tests": [{
+            "interval": f"{int(scrape_s)}s",
+            "input_series": series,
+            "promql_expr_test": [{"expr": q, "eval_time": f"{int(end_s)}s", "exp_samples": []} for q in queries],
+        }],
+    }
+
+
+def run_promtool(rules: dict[str, Any], document_of: Any, timeout_s: float = 3600.0,
+                 workdir: Path | None = None) -> list[list[Episode]]:
+    """Write the rules and the test, run promtool, return one list of samples per query."""
+    with tempfile.TemporaryDirectory(prefix="ragmon-alerts-", dir=workdir) as tmp:
+        rule_file = Path(tmp) / "rules.yml"
+        rule_file.write_text(yaml.safe_dump(rules, width=10**9, sort_keys=False), encoding="utf-8")
+        document = document_of(rule_file)
+        test = Path(tmp) / "test.yml"
+        test.write_text(yaml.safe_dump(document, width=10**9, sort_keys=False), encoding="utf-8")
+        proc = subprocess.run([promtool_path(), "test", "rules", str(test)], capture_output=True, text=True,
+                              timeout=timeout_s, check=False)
+    return parse_output(proc.stdout + proc.stderr, n_queries=len(document["tests"][0]["promql_expr_test"]))
+
+
+def parse_output(text: str, n_queries: int) -> list[list[Episode]]:
+    """promtool's report of the expression tests (each 'fails' with what it got) as samples.
+
+    A query whose result is empty passes and prints nothing: its list stays empty. Anything
+    else promtool complains about (a rule that does not evaluate, a bad file) is an error."""
+    results: list[list[Episode]] = [[] for _ in range(n_queries)]
+    current = -1
+    exprs: list[str] = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("expr:"):
+            expr = stripped.split('"', 1)[1].rsplit('", time:', 1)[0]
+            if expr not in exprs:
+                exprs.append(expr)
+            current = exprs.index(expr)
+            continue
+        if stripped.startswith(("rule:", "alertname:")) or "err:" in stripped or "error" in stripped.lower():
+            raise ConfigError("promtool", f"rule evaluation failed: {stripped[:400]}")
+        if stripped.startswith("got:") and current >= 0:
+            for part in _split_samples(stripped[4:]):
+                match = _GOT.match(part)
+                if match is None:
+                    continue
+                labels = dict(_LABEL.findall(match.group(1)))
+                results[current].append(Episode(
+                    alertname=labels.get("alertname", ""), severity=labels.get("severity", ""),
+                    pipeline=labels.get("pipeline", ""), metric=labels.get("metric", ""),
+                    value=float(match.group(2)),
+                ))
+    if current < 0 and "SUCCESS" not in text and "FAILED" in text:
+        raise ConfigError("promtool", f"unexpected output: {text[:400]}")
+    return results
+
+
+def _split_samples(text: str) -> list[str]:
+    """'{a="1"} 2E+00, {b="2"} 3E+00' or one sample per line, as single samples."""
+    parts = re.split(r",\s*(?=\{)", text.strip())
+    return [p for p in (x.strip() for x in parts) if p and not math.isnan(0.0)]
