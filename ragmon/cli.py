@@ -26,6 +26,7 @@ COMMANDS: Final = (
     "ragmon.datasets.dataset_command",
     "ragmon.datasets.chunking_command",
     "ragmon.evaluation.inspect_command",
+    "ragmon.alerts.command",
 )
 
 

@@ -88,7 +88,7 @@ class AgentConfig:
     detect_drop: float | None = None
     detect_within_s: float = 3600.0
     detect_power: float = 0.8
-    detect_alpha: float = 0.05
+    detect_alpha: float = quality.ALERT_ALPHA  # the drop alerts' own level (generate_rules.py DROP_ALPHA)
     detect_min_rate: float = 0.0
     detect_max_rate: float = 1.0
     detect_replicas: int = 1
@@ -286,8 +286,8 @@ AGENT_SETTINGS: tuple[Setting, ...] = (
     _s("detect_power", "RAGMON_SAMPLER_DETECT_POWER", float_in(0.5, 0.999), "FRACTION",
        "Power-based sampling: probability of detecting a drop of --detect-drop.", extra_aliases=("--power",)),
     _s("detect_alpha", "RAGMON_SAMPLER_DETECT_ALPHA", float_in(0.0001, 0.5), "FRACTION",
-       "Power-based sampling: significance level (two-sided) of the drop test; keep it equal to DROP_ALPHA "
-       "of the alert rules.", extra_aliases=("--alpha",)),
+       "Power-based sampling: one-sided significance level of the drop alerts' test; keep it equal to "
+       "DROP_ALPHA of the alert rules (the default, quality.ALERT_ALPHA, is).", extra_aliases=("--alpha",)),
     _s("detect_min_rate", "RAGMON_SAMPLER_DETECT_MIN_RATE", parse_rate, "FRACTION",
        "Power-based sampling: lowest judging rate of any pipeline."),
     _s("detect_max_rate", "RAGMON_SAMPLER_DETECT_MAX_RATE", parse_rate, "FRACTION",

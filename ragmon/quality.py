@@ -110,6 +110,19 @@ ONLINE: Final[tuple[QualityMetric, ...]] = tuple(m for m in QUALITY_METRICS if m
 ONLINE_NAMES: Final[tuple[str, ...]] = tuple(m.name for m in ONLINE)
 
 
+# The drop alerts' significance level, shared by the rule generator (deploy/prometheus/generate_rules.py)
+# and power-based sampling (which sizes the sample for that same test): the false pages per pipeline
+# per 30 days allowed for, spread over every hourly window and online metric of a month (Bonferroni).
+PAGE_BUDGET_PER_30D: Final = 0.5
+HOURS_PER_30D: Final = 30 * 24
+ALERT_ALPHA: Final = PAGE_BUDGET_PER_30D / (HOURS_PER_30D * len(ONLINE))
+
+
+def is_failing(score: float, threshold: float | None) -> bool:
+    """A judged trace fails a metric when its score is below the threshold (the failing-share alerts)."""
+    return threshold is not None and score < threshold
+
+
 def metric(name: str) -> QualityMetric:
     """The table row of ``name``; KeyError naming the known metrics otherwise."""
     try:

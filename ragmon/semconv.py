@@ -139,6 +139,10 @@ M_OPEN_TRACES: Final = "ragmon_open_traces"  # gauge
 M_JUDGE_BACKLOG: Final = "ragmon_judge_backlog"  # gauge: traces waiting for the judge
 M_SCORE: Final = "ragmon_score_ratio"  # histogram {service, pipeline, judge, metric, sample}
 M_SCORE_SQUARES: Final = "ragmon_score_squared_ratio"  # counter {service, pipeline, judge, metric, sample}: sum of x²
+# counter {service, pipeline, judge, metric, sample}: scores below the metric's threshold
+M_SCORE_FAILURES: Final = "ragmon_score_failures"
+M_JUDGE_SENSITIVITY: Final = "ragmon_judge_sensitivity_ratio"  # gauge {judge, metric}: P(score < threshold | failing)
+M_JUDGE_SPECIFICITY: Final = "ragmon_judge_specificity_ratio"  # gauge {judge, metric}: P(score >= threshold | passing)
 M_SAMPLE_RATE: Final = "ragmon_sample_rate_ratio"  # gauge {service, pipeline}: the judging rate in use
 M_DETECTABLE_DROP: Final = "ragmon_detectable_drop_ratio"  # gauge {service, pipeline}: drop the rate sample can detect
 M_DETECT_TARGET: Final = "ragmon_detect_target_drop_ratio"  # gauge: the --detect-drop target (only when set)

@@ -33,26 +33,34 @@ RUNBOOK_BASE = "https://github.com/ragmon/ragmon/blob/main/docs/alerts.md"
 JOB_SELECTOR = 'job=~"ragmon.*"'
 
 # --- windows ------------------------------------------------------------------------------
-WINDOW = "1h"  # the "current" quality window
-BASELINE = "7d"  # the metric's own baseline
 LATENCY_WINDOW = "5m"  # rate window for latency quantiles
 
-# --- quality: relative drop against the baseline, and absolute floors -------------------------
-DROP_WARNING = 0.05  # 1h mean this far below the 7d mean -> warning
-DROP_CRITICAL = 0.08  # ... -> critical
+# --- quality: the share of failing answers, now against the same hour of the past week ---------------
+# A judged trace "fails" a metric when its score is below the metric's threshold (the agent counts
+# them in ragmon_score_failures_total). The drop alerts compare the failing share of the last WINDOW
+# with the same hour of each of the previous SEASONAL_DAYS days: traffic whose question mix changes
+# by hour of day is compared like with like. The test is a two-proportion z test (one-sided: a rise);
+# the alert also needs the estimated rise, corrected for the judge's error rates (Rogan-Gladen:
+# divided by sensitivity + specificity - 1), to be at least MIN_EFFECT x its step. Chosen with
+# `ragmon alerts simulate` (docs/alerts.md has the table).
+DROP_WARNING = 0.05  # rise of the failing share (0.05 = five points) the warning is sized for
+DROP_CRITICAL = 0.08  # ... the critical alert (the page) is sized for
+MIN_EFFECT = 0.5  # an alert needs an estimated rise of at least this share of its step
+SEASONAL_DAYS = 7
 MIN_SCORED_WINDOW = 30  # scored traces needed in the 1h window before any quality alert
-MIN_SCORED_BASELINE = 200  # scored traces needed in the 7d baseline for a relative alert
+MIN_SCORED_BASELINE = 200  # scored traces needed in the baseline hours for a relative alert
 QUALITY_FOR = "10m"
-# Significance: a drop alert also needs the Welch z of (7d mean - 1h mean) at or above DROP_Z, so
-# that noise on a small sample does not page. Two-sided alpha, as the agent's --alpha (power-based
-# sampling sizes the sample for this same test): keep both equal.
-DROP_ALPHA = 0.05
-DROP_Z = round(NormalDist().inv_cdf(1 - DROP_ALPHA / 2), 2)  # 1.96
+# Significance: quality.ALERT_ALPHA, the false pages per pipeline per 30 days allowed for, spread over
+# every hourly window and online metric of a month; the agent's --alpha defaults to the same value
+# (power-based sampling sizes the sample for this test).
 # Scores of priority-sampled traces (errors, negative feedback, slow or weak retrievals) are chosen
-# for being bad: every mean, drop and floor reads the unbiased rate stream only. `!=` also keeps
+# for being bad: every mean, share, drop and floor reads the unbiased rate stream only. `!=` also keeps
 # series from agents older than the `sample` label, so an upgrade does not restart the baseline.
 RATE_STREAM = 'sample!="priority"'
 PRIORITY_STREAM = 'sample="priority"'
+WINDOW = "1h"  # the "current" quality window
+BASELINE = "7d"  # the dashboard's long mean (ragmon:score_ratio:mean7d); alerts use the seasonal baseline
+SAME_HOUR = f"same_hour_{SEASONAL_DAYS}d"
 
 
 def _load_quality_table() -> ModuleType:
@@ -72,6 +80,8 @@ def _load_quality_table() -> ModuleType:
 # Alerts and panels for every metric the agent judges online, from the quality table:
 # m.name (the `metric` label), m.alert (alert name stem), m.title, m.floor, m.stage.
 QUALITY_METRICS = _load_quality_table().ONLINE
+DROP_ALPHA = _load_quality_table().ALERT_ALPHA
+DROP_Z = round(NormalDist().inv_cdf(1 - DROP_ALPHA), 2)  # one-sided: a rise
 FLOOR_FOR = "15m"
 FLOOR_SEVERITY = "warning"
 
@@ -149,35 +159,67 @@ def _sp_query(record: str) -> str:
     return f'"{record}{{service=%q,pipeline=%q}}" $labels.service $labels.pipeline'
 
 
+def _same_hour(expr: str, by: str) -> str:
+    """``expr`` (a range selector ``[WINDOW]`` inside) summed over the same hour of the past days.
+
+    Each day's value gets its own ``day`` label before the sum, so a day without data (a new
+    pipeline, an agent outage) leaves a smaller baseline instead of none."""
+    days = [
+        f'label_replace({expr.replace(f"[{WINDOW}]", f"[{WINDOW}] offset {d}d")}, "day", "{d}", "", "")'
+        for d in range(1, SEASONAL_DAYS + 1)
+    ]
+    return f"sum by ({by}) (\n  " + "\n  or ".join(days) + "\n)"
+
+
 def recording_rules() -> dict[str, list[dict[str, object]]]:
     score_sum, score_count = f"ragmon_score_ratio_sum{{{RATE_STREAM}}}", f"ragmon_score_ratio_count{{{RATE_STREAM}}}"
-    score_squares = f"ragmon_score_squared_ratio_total{{{RATE_STREAM}}}"
+    failures = f"ragmon_score_failures_total{{{RATE_STREAM}}}"
 
     def mean(window: str) -> str:
         return f"sum by ({SPJM}) (rate({score_sum}[{window}]))\n/\nsum by ({SPJM}) (rate({score_count}[{window}]))"
 
-    def variance(window: str) -> str:
-        # E[x^2] - E[x]^2 from the sum of squares; clamped at 0 against float rounding
-        return (
-            f"clamp_min(\n  sum by ({SPJM}) (rate({score_squares}[{window}]))\n  /\n"
-            f"  sum by ({SPJM}) (rate({score_count}[{window}]))\n"
-            f"  - ragmon:score_ratio:mean{window} ^ 2,\n  0\n)"
-        )
-
-    z = (
-        f"(\n  ragmon:score_ratio:mean{BASELINE}\n  - on({SPJM})\n  ragmon:score_ratio:mean{WINDOW}\n)\n/ on({SPJM})\n"
-        f"sqrt(\n  ragmon:score_ratio:var{WINDOW} / on({SPJM}) ragmon:score_ratio_count:increase{WINDOW}\n"
-        f"  + on({SPJM})\n  ragmon:score_ratio:var{BASELINE} / on({SPJM}) ragmon:score_ratio_count:increase{BASELINE}\n)"
-    )
+    w, b = WINDOW, SAME_HOUR
+    f_w, n_w = f"ragmon:score_failures:increase{w}", f"ragmon:score_ratio_count:increase{w}"
+    f_b, n_b = f"ragmon:score_failures:increase{w}_{b}", f"ragmon:score_ratio_count:increase{w}_{b}"
+    p_w, p_b = f"ragmon:score_failures:share{w}", f"ragmon:score_failures:share{w}_{b}"
+    pooled = f"ragmon:score_failures:pooled_share{w}"
+    youden, false_pos = "ragmon:judge_youden:ratio", "ragmon:judge_false_positive:ratio"
+    jm = "judge, metric"
     quality = [
-        {"record": f"ragmon:score_ratio:mean{WINDOW}", "expr": mean(WINDOW)},
-        {
-            "record": f"ragmon:score_ratio_count:increase{WINDOW}",
-            "expr": f"sum by ({SPJM}) (increase({score_count}[{WINDOW}]))",
-        },
-        {"record": f"ragmon:score_ratio:var{WINDOW}", "expr": variance(WINDOW)},
-        # Welch z of the drop (7d mean - 1h mean): > DROP_Z means the drop is unlikely to be noise
-        {"record": f"ragmon:score_ratio:drop_z{WINDOW}", "expr": z},
+        {"record": f"ragmon:score_ratio:mean{w}", "expr": mean(w)},
+        {"record": n_w, "expr": f"sum by ({SPJM}) (increase({score_count}[{w}]))"},
+        {"record": f_w, "expr": f"sum by ({SPJM}) (increase({failures}[{w}]))"},
+        {"record": n_b, "expr": _same_hour(f"increase({score_count}[{w}])", SPJM)},
+        {"record": f_b, "expr": _same_hour(f"increase({failures}[{w}])", SPJM)},
+        {"record": p_w, "expr": f"{f_w}\n/ on({SPJM})\n({n_w} > 0)"},
+        {"record": p_b, "expr": f"{f_b}\n/ on({SPJM})\n({n_b} > 0)"},
+        {"record": pooled, "expr": f"({f_w} + on({SPJM}) {f_b})\n/ on({SPJM})\n({n_w} + on({SPJM}) {n_b})"},
+        # two-proportion z of the rise (window share - baseline share), pooled variance; > DROP_Z pages
+        {"record": f"ragmon:score_failures:rise_z{w}", "expr": (
+            f"({p_w} - on({SPJM}) {p_b})\n/ on({SPJM})\nsqrt(\n"
+            f"  clamp_min({pooled} * (1 - {pooled}), 0.0001)\n"
+            f"  * on({SPJM}) (1 / {n_w} + on({SPJM}) 1 / {n_b})\n)"
+        )},
+        # the judge's error rates (ragmon_judge_{sensitivity,specificity}_ratio, from the judge's
+        # profile or its measured defaults): J = sensitivity + specificity - 1 turns observed
+        # shares into estimated true ones (Rogan-Gladen); judges without them stay uncorrected
+        {"record": youden, "expr": (
+            f"clamp_min(\n  max by ({jm}) (ragmon_judge_sensitivity_ratio)\n"
+            f"  + on({jm}) max by ({jm}) (ragmon_judge_specificity_ratio)\n  - 1,\n  0.05\n)"
+        )},
+        {"record": false_pos, "expr": f"1 - max by ({jm}) (ragmon_judge_specificity_ratio)"},
+        # the user's unit: the estimated share of failing answers, its 95 % half-interval and its rise
+        {"record": f"ragmon:failing_share:ratio{w}", "expr": (
+            f"clamp(\n  ({p_w} - on({jm}) group_left() {false_pos})\n  / on({jm}) group_left() {youden},\n  0, 1\n)"
+            f"\nor\n{p_w}"
+        )},
+        {"record": f"ragmon:failing_share:ci95_{w}", "expr": (
+            f"1.96 * sqrt({p_w} * (1 - {p_w}) / on({SPJM}) {n_w})\n"
+            f"/ on({jm}) group_left() {youden}\nor\n1.96 * sqrt({p_w} * (1 - {p_w}) / on({SPJM}) {n_w})"
+        )},
+        {"record": f"ragmon:failing_share:rise{w}", "expr": (
+            f"({p_w} - on({SPJM}) {p_b})\n/ on({jm}) group_left() {youden}\nor\n({p_w} - on({SPJM}) {p_b})"
+        )},
         {
             "record": f"ragmon:traces_scored:increase{WINDOW}",
             "expr": f"sum by ({SP}) (increase(ragmon_traces_scored_total[{WINDOW}]))",
@@ -193,11 +235,6 @@ def recording_rules() -> dict[str, list[dict[str, object]]]:
     ]
     baseline = [
         {"record": f"ragmon:score_ratio:mean{BASELINE}", "expr": mean(BASELINE)},
-        {
-            "record": f"ragmon:score_ratio_count:increase{BASELINE}",
-            "expr": f"sum by ({SPJM}) (increase({score_count}[{BASELINE}]))",
-        },
-        {"record": f"ragmon:score_ratio:var{BASELINE}", "expr": variance(BASELINE)},
     ]
     latency = []
     for stage in ("retrieval", "pipeline"):
@@ -231,14 +268,18 @@ def recording_rules() -> dict[str, list[dict[str, object]]]:
 
 def quality_alerts() -> list[dict[str, object]]:
     alerts = []
-    mean_w, mean_b = f"ragmon:score_ratio:mean{WINDOW}", f"ragmon:score_ratio:mean{BASELINE}"
-    count_w, count_b = f"ragmon:score_ratio_count:increase{WINDOW}", f"ragmon:score_ratio_count:increase{BASELINE}"
-    z_w = f"ragmon:score_ratio:drop_z{WINDOW}"
+    w, b = WINDOW, SAME_HOUR
+    rise, z_w = f"ragmon:failing_share:rise{w}", f"ragmon:score_failures:rise_z{w}"
+    count_w, count_b = f"ragmon:score_ratio_count:increase{w}", f"ragmon:score_ratio_count:increase{w}_{b}"
+    mean_w = f"ragmon:score_ratio:mean{w}"
     sel = "{service=%q,pipeline=%q,judge=%q,metric=%q}"
     args = "$labels.service $labels.pipeline $labels.judge $labels.metric"
-    now, base = _q(f'"{mean_w}{sel}" {args}', SCORE_FMT), _q(f'"{mean_b}{sel}" {args}', SCORE_FMT)
+    pct = "humanizePercentage"
+    share = _q(f'"ragmon:failing_share:ratio{w}{sel}" {args}', pct)
+    ci = _q(f'"ragmon:failing_share:ci95_{w}{sel}" {args}', pct)
+    before = _q(f'"ragmon:score_failures:share{w}_{b}{sel}" {args}', pct)
     value = "{{ $value | " + SCORE_FMT + " }}"
-    n = _q(f'"{count_w}{sel}" {args}')
+    n, n_before = _q(f'"{count_w}{sel}" {args}'), _q(f'"{count_b}{sel}" {args}')
     z = _q(f'"{z_w}{sel}" {args}', 'printf "%.1f"')
     for m in QUALITY_METRICS:
         m_sel = f'{{metric="{m.name}"}}'
@@ -246,9 +287,9 @@ def quality_alerts() -> list[dict[str, object]]:
             f"Low {m.title} usually points at {m.stage} first: compare ragmon_diagnosis_total "
             "by verdict (generation_failure = model/prompt, retrieval_failure = index/retriever)."
         )
-        for severity, drop in (("warning", DROP_WARNING), ("critical", DROP_CRITICAL)):
+        for severity, step in (("warning", DROP_WARNING), ("critical", DROP_CRITICAL)):
             expr = (
-                f"(\n  {mean_b}{m_sel}\n  - on({SPJM})\n  {mean_w}{m_sel}\n) > {_r(drop)}\n"
+                f"{rise}{m_sel} >= {_r(round(step * MIN_EFFECT, 4))}\n"
                 f"and on({SPJM}) {z_w}{m_sel} > {_r(DROP_Z)}\n"
                 f"and on({SPJM}) {count_w}{m_sel} >= {MIN_SCORED_WINDOW}\n"
                 f"and on({SPJM}) {count_b}{m_sel} >= {MIN_SCORED_BASELINE}"
@@ -259,12 +300,14 @@ def quality_alerts() -> list[dict[str, object]]:
                     expr,
                     QUALITY_FOR,
                     severity,
-                    f"{m.title.capitalize()} of {{{{ $labels.service }}}}/{{{{ $labels.pipeline }}}} dropped "
-                    f"{value} below its {BASELINE} baseline",
-                    f"The {WINDOW} mean {m.title} ({now} over {n} rate-sampled traces, judge "
-                    f"{{{{ $labels.judge }}}}) is {value} below its {BASELINE} mean ({base}); the {severity} "
-                    f"threshold is {_r(drop)}. The drop is significant: z = {z} (noise stays below "
-                    f"{_r(DROP_Z)}). {look}",
+                    f"Failing {m.title} answers of {{{{ $labels.service }}}}/{{{{ $labels.pipeline }}}} "
+                    f"up {{{{ $value | {pct} }}}} (now {share} ± {ci})",
+                    f"The estimated share of answers failing {m.title} (score below its threshold, "
+                    f"corrected for judge {{{{ $labels.judge }}}}'s error rates) is {share} ± {ci} over "
+                    f"{n} rate-sampled traces in the last {w}, up {{{{ $value | {pct} }}}} on the same hour "
+                    f"of the past {SEASONAL_DAYS} days ({before} observed over {n_before} traces). "
+                    f"The rise is significant: z = {z} (pages above {_r(DROP_Z)}); the {severity} step is "
+                    f"{_r(step * 100)} points. {look}",
                 )
             )
         floor_expr = f"{mean_w}{m_sel} < {_r(m.floor)}\nand on({SPJM}) {count_w}{m_sel} >= {MIN_SCORED_WINDOW}"
@@ -276,7 +319,7 @@ def quality_alerts() -> list[dict[str, object]]:
                 FLOOR_SEVERITY,
                 f"{m.title.capitalize()} of {{{{ $labels.service }}}}/{{{{ $labels.pipeline }}}} is "
                 f"{value}, below the floor {_r(m.floor)}",
-                f"The {WINDOW} mean {m.title} is {value} over {n} scored traces "
+                f"The {w} mean {m.title} is {value} over {n} scored traces "
                 f"(judge {{{{ $labels.judge }}}}), below the absolute floor {_r(m.floor)}. {look}",
             )
         )

@@ -78,6 +78,7 @@ class Agent(LifecycleMixin):
         self._stream: dict[str, str] = {}  # trace id -> sample stream (rate | priority) while in flight
         self._releases = ReleaseTracker(self.metrics.release, config.metrics_max_label_values)
         self._thresholds = config.diagnosis_thresholds()
+        self._youden: dict[str, float] = {}  # metric -> the judge's J, set at start (scoring/error_rates.py)
         self._worst = WorstTraces(config.worst_size, config.worst_max_chars, clock=clock)
         self._inspector = (RecentTraces(config.trace_inspector_size, config.trace_inspector_max_chars)
                            if config.trace_inspector else None)

@@ -32,6 +32,7 @@ class LifecycleMixin(TraceStepsMixin):
             self._judge = await asyncio.to_thread(build_judge, self.config.section(JudgeSettings), self.metrics)
         identity = judge_identity(self._judge)
         self.metrics.judge_info.labels(identity.judge, identity.version, identity.profile).set(1)
+        self._export_error_rates()
         if self._source is None:
             self._source = self._build_source()
         # Bounded by judge_backlog through _in_flight (queued + being judged), see _process_one.
@@ -48,6 +49,16 @@ class LifecycleMixin(TraceStepsMixin):
         not_fitted = not_fitted_line(identity)  # once, after a start that worked
         if not_fitted is not None:
             log.warning("%s", not_fitted)
+
+    def _export_error_rates(self) -> None:
+        """The judge's error rates per metric: exported for the rules, kept for the sampler's unit."""
+        from ..scoring.error_rates import error_rates_of
+
+        assert self._judge is not None
+        for metric, rates in error_rates_of(self._judge).items():
+            self.metrics.judge_sensitivity.labels(self._judge.name, metric).set(rates.sensitivity)
+            self.metrics.judge_specificity.labels(self._judge.name, metric).set(rates.specificity)
+            self._youden[metric] = rates.youden
 
     def _build_server(self) -> MetricsServer:
         c = self.config

@@ -69,6 +69,7 @@ class AgentState:
     _stream: dict[str, str]  # trace id -> sample stream (rate | priority) while in flight
     _releases: ReleaseTracker
     _thresholds: dict[str, float]
+    _youden: dict[str, float]
     _worst: WorstTraces
     _inspector: RecentTraces | None
     _recent: RecentIds

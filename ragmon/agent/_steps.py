@@ -11,6 +11,7 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from .. import semconv as sc
 from ..errors import JudgeBudgetExceeded, JudgeError
 from ..ingest.assembler import AnySpan, ClosedTrace, notable_spans
+from ..quality import is_failing
 from ..sampling.sampler import SampleDecision, judgeable_skip_reason
 from ..scoring.metrics.diagnosis import diagnose
 from ..types import RagTrace, Scores
@@ -216,13 +217,17 @@ class TraceStepsMixin(LatencyOnlyMixin, AdmissionMixin):
         values = scores.as_dict()
         # rate-stream scores are the unbiased sample means and alerts read; priority ones only explain
         stream = self._stream.get(trace.trace_id, sc.SAMPLE_STREAM_RATE)
-        clamped_values = {}
+        failing_flags: dict[str, bool] = {}
         for metric, value in values.items():
-            clamped = clamped_values[metric] = min(1.0, max(0.0, float(value)))
+            clamped = min(1.0, max(0.0, float(value)))
             m.score.labels(service, pipeline, judge_name, metric, stream).observe(clamped, exemplar=exemplar)
             m.score_squares.labels(service, pipeline, judge_name, metric, stream).inc(clamped * clamped)
+            failing = failing_flags[metric] = is_failing(clamped, self._thresholds.get(metric))
+            if failing:
+                m.score_failures.labels(service, pipeline, judge_name, metric, stream).inc()
         if stream == sc.SAMPLE_STREAM_RATE:
-            self._power.observe_scores((service, pipeline), clamped_values)
+            # the sampler sizes the sample for the alerts' test: failing shares, in the corrected unit
+            self._power.observe_shares((service, pipeline), failing_flags, self._youden)
         verdict, reason = diagnose(scores, self._thresholds)
         m.diagnosis.labels(service, pipeline, verdict).inc()
         detail = scores.details.get("reason") if isinstance(scores.details, dict) else None

@@ -139,7 +139,7 @@ def test_file(
                            "values": f"{value:g}x{n_scrapes}"})
     starts = f'(ALERTS{{alertstate="firing"}} unless ALERTS{{alertstate="firing"}} offset {int(evaluation_s)}s)'
     rng = f"[{int(measured_s)}s:{int(evaluation_s)}s]"
-    phase = f"on(service, pipeline) group_left() ({PHASE_SERIES} == %d)"
+    phase = f"on(service, pipeline) ({PHASE_SERIES} == %d)"
     queries = [
         # episodes that started while measured, before any incident: false pages
         f"sum_over_time(({starts} and {phase % 1}){rng})",
@@ -170,26 +170,28 @@ def run_promtool(rules: dict[str, Any], document_of: Any, timeout_s: float = 360
         test.write_text(yaml.safe_dump(document, width=10**9, sort_keys=False), encoding="utf-8")
         proc = subprocess.run([promtool_path(), "test", "rules", str(test)], capture_output=True, text=True,
                               timeout=timeout_s, check=False)
-    return parse_output(proc.stdout + proc.stderr, n_queries=len(document["tests"][0]["promql_expr_test"]))
+    queries = [q["expr"] for q in document["tests"][0]["promql_expr_test"]]
+    return parse_output(proc.stdout + proc.stderr, queries)
 
 
-def parse_output(text: str, n_queries: int) -> list[list[Episode]]:
+def parse_output(text: str, queries: Sequence[str]) -> list[list[Episode]]:
     """promtool's report of the expression tests (each 'fails' with what it got) as samples.
 
     A query whose result is empty passes and prints nothing: its list stays empty. Anything
     else promtool complains about (a rule that does not evaluate, a bad file) is an error."""
-    results: list[list[Episode]] = [[] for _ in range(n_queries)]
+    results: list[list[Episode]] = [[] for _ in queries]
     current = -1
-    exprs: list[str] = []
     for line in text.splitlines():
         stripped = line.strip()
+        if ", err:" in stripped or stripped.startswith("err:"):
+            raise ConfigError("promtool", f"rule or query evaluation failed: {stripped[:400]}")
         if stripped.startswith("expr:"):
-            expr = stripped.split('"', 1)[1].rsplit('", time:', 1)[0]
-            if expr not in exprs:
-                exprs.append(expr)
-            current = exprs.index(expr)
+            # promtool quotes the expression Go-style; a passing (empty) query prints nothing, so match
+            # each report to its query by text, not by position
+            expr = stripped.split('"', 1)[1].rsplit('", time:', 1)[0].replace('\\"', '"')
+            current = queries.index(expr) if expr in queries else -1
             continue
-        if stripped.startswith(("rule:", "alertname:")) or "err:" in stripped or "error" in stripped.lower():
+        if stripped.startswith(("rule:", "alertname:")):
             raise ConfigError("promtool", f"rule evaluation failed: {stripped[:400]}")
         if stripped.startswith("got:") and current >= 0:
             for part in _split_samples(stripped[4:]):

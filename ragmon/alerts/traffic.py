@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import quality
-from ..scoring.power import PowerSampler, PowerTarget
+from ..sampling.power import PowerSampler, PowerTarget
 from .pools import Pools
 
 MINUTE = 60.0
@@ -130,7 +130,7 @@ def group_weights(groups: tuple[str, ...], t: float, amplitude: float) -> np.nda
     phases = np.arange(len(groups)) * (2 * math.pi / max(1, len(groups)))
     logw = amplitude * np.sin(2 * math.pi * hour / 24.0 + phases)
     w = np.exp(logw)
-    return w / w.sum()
+    return np.asarray(w / w.sum(), dtype=np.float64)
 
 
 def simulate_pipeline(

@@ -127,6 +127,9 @@ class AgentMetrics:
         # scores and diagnosis
         self.score = Histogram(sc.M_SCORE, "Judge scores in [0, 1] by metric (faithfulness, answer_relevancy, context_precision) and sampling stream (sample=rate: unbiased, what means and drop alerts read; priority: errors, negative feedback, slow or weak retrievals).", [*SP, sc.L_JUDGE, sc.L_METRIC, sc.L_SAMPLE], buckets=SCORE_BUCKETS, registry=r)
         self.score_squares = Counter(sc.M_SCORE_SQUARES, "Sum of squared judge scores, beside ragmon_score_ratio_sum/_count: the variance behind the drop alerts' significance test.", [*SP, sc.L_JUDGE, sc.L_METRIC, sc.L_SAMPLE], registry=r)
+        self.score_failures = Counter(sc.M_SCORE_FAILURES, "Judged traces whose score is below the metric's threshold (--diagnosis-<metric>-threshold): the failing share the drop alerts test.", [*SP, sc.L_JUDGE, sc.L_METRIC, sc.L_SAMPLE], registry=r)
+        self.judge_sensitivity = Gauge(sc.M_JUDGE_SENSITIVITY, "Share of failing answers (human label) the judge scores below the threshold, from its profile or measured defaults; the alert rules correct shares with it.", [sc.L_JUDGE, sc.L_METRIC], registry=r)
+        self.judge_specificity = Gauge(sc.M_JUDGE_SPECIFICITY, "Share of passing answers (human label) the judge scores at or above the threshold, from its profile or measured defaults.", [sc.L_JUDGE, sc.L_METRIC], registry=r)
         self.sample_rate = Gauge(sc.M_SAMPLE_RATE, "Judging rate in use per pipeline (fixed, or chosen by power-based sampling).", SP, registry=r)
         self.detectable_drop = Gauge(sc.M_DETECTABLE_DROP, "Smallest drop in a mean score that the pipeline's rate sample detects within the window (at the configured alpha and power).", SP, registry=r)
         self.detect_target = Gauge(sc.M_DETECT_TARGET, "The drop power-based sampling is sized to detect (--detect-drop); 0 when it is off.", registry=r)

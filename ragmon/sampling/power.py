@@ -1,19 +1,22 @@
-"""Power-based sampling: judge each pipeline just often enough to see the drop you care about.
+"""Power-based sampling: judge each pipeline just often enough to see the rise you care about.
 
-A drop alert compares the mean score of the last window (1h) with a long baseline (7d). Whether
-it can see a drop of size ``D`` depends on how many traces were judged in the window, not on the
-share of traffic: the standard error of the window mean is ``sd / sqrt(n)``. To see ``D`` with
-significance level ``alpha`` (two-sided) and probability ``power``, the window needs about::
+A drop alert (deploy/prometheus/generate_rules.py) compares the share of failing answers (score
+below the metric's threshold) in the last window (1h) with the same hour of the previous 7 days,
+with a one-sided two-proportion z test at level ``alpha`` (quality.ALERT_ALPHA: few false pages
+across many windows and metrics). Whether it sees a rise of ``D`` in the *true* failing share
+depends on how many traces were judged in the window: the judge turns a rise of ``D`` into a rise
+of ``D x J`` in the flagged share (J = sensitivity + specificity - 1, its measured error rates),
+and the flagged share's standard error is ``sqrt(p (1 - p) / n)``. With ``sd`` the standard
+deviation of a failing flag divided by J (the alert's corrected unit), the window needs about::
 
-    n = ((z(1 - alpha/2) + z(power)) * sd / D)**2 * (1 + window / baseline)
+    n = ((z(1 - alpha) + z(power)) * sd / D)**2 * (1 + 1 / 7)
 
-judged traces (0.05 drop, sd 0.3, 95 % / 80 %: about 283 per hour). The last factor is the
-baseline's own noise. ``PowerSampler`` estimates each pipeline's score variance (from the
-*rate* stream only: priority-sampled traces are a biased population) and its traffic online,
-and sets its judging rate to ``n / (traffic x window)`` within ``[min_rate, max_rate]``. When the
-sum over pipelines exceeds what the judge can take (token budget, concurrency), every pipeline's
-need is scaled by the same factor, which spreads the loss evenly: all detectable drops grow by
-the same factor.
+judged traces; the last factor is the baseline's own noise (seven windows). ``PowerSampler``
+estimates each pipeline's ``sd`` (from the *rate* stream only: priority-sampled traces are a
+biased population) and its traffic online, and sets its judging rate to
+``n / (traffic x window)`` within ``[min_rate, max_rate]``. When the sum over pipelines exceeds
+what the judge can take (token budget, concurrency), every pipeline's need is scaled by the same
+factor, which spreads the loss evenly: all detectable rises grow by the same factor.
 
 The rate only moves the threshold of ``ragmon.sampling.in_sample``: the decision stays a hash of
 the trace id, samples still nest, and replicas that see the same traffic choose the same rate.
@@ -27,35 +30,43 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from statistics import NormalDist
 
-PRIOR_SD = 0.3  # a judge score's typical standard deviation, used until a pipeline has its own estimate
+# a failing flag's typical standard deviation in the corrected unit (p = 0.3, J = 0.45: 0.46 / 0.45),
+# used until a pipeline has its own estimate
+PRIOR_SD = 1.0
 PRIOR_WEIGHT = 30  # the prior counts as this many scores (shrinks early estimates toward PRIOR_SD)
-BASELINE_S = 7 * 86_400.0  # the drop alerts' baseline (deploy/prometheus/generate_rules.py BASELINE)
+BASELINE_WINDOWS = 7  # the drop alerts' baseline: the same hour of 7 days (generate_rules.py SEASONAL_DAYS)
 UPDATE_EVERY_S = 60.0  # rates are recomputed at most this often (one rate per minute per pipeline)
 CAPACITY_SAFETY = 0.8  # plan for this share of the judge's estimated capacity
+MIN_YOUDEN = 0.05  # as the rules' clamp: a judge no better than chance is not divided by ~0
 
 
 def z_sum(alpha: float, power: float) -> float:
-    """``z(1 - alpha/2) + z(power)``: how many standard errors a detectable drop spans."""
+    """``z(1 - alpha) + z(power)``: how many standard errors a detectable rise spans (one-sided test)."""
     normal = NormalDist()
-    return normal.inv_cdf(1.0 - alpha / 2.0) + normal.inv_cdf(power)
+    return normal.inv_cdf(1.0 - alpha) + normal.inv_cdf(power)
 
 
 def required_n(drop: float, sd: float, alpha: float, power: float, window_s: float,
-               baseline_s: float = BASELINE_S) -> float:
-    """Judged traces per window needed to detect ``drop`` in the window mean against the baseline."""
-    return (z_sum(alpha, power) * sd / drop) ** 2 * (1.0 + window_s / baseline_s)
+               baseline_windows: float = BASELINE_WINDOWS) -> float:
+    """Judged traces per window needed to detect ``drop`` in the window against the baseline.
+
+    ``window_s`` is kept for callers that size by time; the baseline's noise depends only on how
+    many windows it holds."""
+    del window_s
+    return (z_sum(alpha, power) * sd / drop) ** 2 * (1.0 + 1.0 / baseline_windows)
 
 
 def detectable_drop(n: float, sd: float, alpha: float, power: float, window_s: float,
-                    baseline_s: float = BASELINE_S) -> float:
-    """The smallest true drop that ``n`` judged traces per window detect with ``power`` (inf for n=0)."""
+                    baseline_windows: float = BASELINE_WINDOWS) -> float:
+    """The smallest true rise that ``n`` judged traces per window detect with ``power`` (inf for n=0)."""
+    del window_s
     if n <= 0:
         return math.inf
-    return z_sum(alpha, power) * sd * math.sqrt((1.0 + window_s / baseline_s) / n)
+    return z_sum(alpha, power) * sd * math.sqrt((1.0 + 1.0 / baseline_windows) / n)
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,7 +198,6 @@ class PowerSampler:
         self._metrics_of: dict[Hashable, set[str]] = {}
         self._plans: dict[Hashable, PipelinePlan] = {}
         self._updated_at: float | None = None
-        self._z = z_sum(target.alpha, target.power)
 
     @property
     def adaptive(self) -> bool:
@@ -205,6 +215,11 @@ class PowerSampler:
     def observe_scores(self, key: Hashable, scores: dict[str, float]) -> None:
         for metric, value in scores.items():
             self.observe_batch(key, metric, (value,))
+
+    def observe_shares(self, key: Hashable, failing: Mapping[str, bool], youden: Mapping[str, float]) -> None:
+        """One rate-sampled trace's failing flags, in the alerts' corrected unit (flag / J)."""
+        for metric, flag in failing.items():
+            self.observe_batch(key, metric, (float(flag) / max(MIN_YOUDEN, youden.get(metric, 1.0)),))
 
     def observe_batch(self, key: Hashable, metric: str, values: Iterable[float]) -> None:
         """Many rate-stream scores of one metric at once (simulations, benchmarks)."""
@@ -260,8 +275,7 @@ class PowerSampler:
             judged = per_s * t.window_s * rates[key]
             plans[key] = PipelinePlan(
                 rate=rates[key], needed_rate=needed, traffic_per_s=per_s, sd=sd, judged_per_window=judged,
-                detectable_drop=self._z * sd * math.sqrt((1.0 + t.window_s / BASELINE_S) / judged)
-                if judged > 0 else math.inf,
+                detectable_drop=detectable_drop(judged, sd, t.alpha, t.power, t.window_s),
             )
         self._plans = plans
         if self._on_plan is not None:

@@ -28,9 +28,10 @@ class Clock:
 
 
 def test_required_n_matches_the_textbook_number() -> None:
-    # 0.05 drop, sd 0.3, alpha 0.05 two-sided, power 0.8, 1h against 7d: ((1.96 + 0.84) * 6)^2 * (1 + 1/168)
+    # 0.05 rise, sd 0.3, alpha 0.05 one-sided, power 0.8, 1h against 7 same hours:
+    # ((1.645 + 0.842) * 6)^2 * (1 + 1/7) = 254.4
     n = required_n(0.05, 0.3, 0.05, 0.8, 3600)
-    assert 280 < n < 286
+    assert 253 < n < 256
     assert detectable_drop(n, 0.3, 0.05, 0.8, 3600) == pytest.approx(0.05)
     assert detectable_drop(0, 0.3, 0.05, 0.8, 3600) == math.inf
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ...types import RagTrace, Scores
+from ..error_rates import LOCAL_DEFAULTS, ErrorRates, from_profile_meta
 from ..judge import CIRCUIT_CLOSED, EvalRequest
 from ..metrics import citations
 from . import model as local_model
@@ -52,6 +53,12 @@ class LocalJudge:
                         load_profile(profile) if profile is not None else DEFAULT_PROFILE)
         self._stage_lock = threading.Lock()
         self.stage_seconds: dict[str, float] = dict.fromkeys(STAGES, 0.0)
+
+    @property
+    def error_rates(self) -> dict[str, ErrorRates]:
+        """Sensitivity/specificity per metric: the fitted profile's, else the measured defaults."""
+        fitted = from_profile_meta(self.profile.meta)
+        return fitted or dict(LOCAL_DEFAULTS)
 
     async def score(self, trace: RagTrace) -> Scores:
         return await asyncio.to_thread(self.score_sync, trace.question, trace.contexts, trace.answer)

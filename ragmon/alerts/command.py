@@ -1,0 +1,191 @@
+"""``ragmon alerts simulate LABELS.jsonl``: what the shipped alerts do with your traffic and your labels.
+
+The judge scores every labelled row once (cached); simulated pipelines then draw judged traces
+from the faithful / unfaithful pools by hour-of-day question mix, through the agent's own sampling
+(a fixed rate or power-based), and Prometheus's rule engine (promtool) evaluates the shipped rules
+over the simulated weeks. Reported per severity: false pages per pipeline per 30 days (stationary
+traffic, and the time before each incident), and for steps of the failing share (+5, +10, +20
+points) and a slow drift, how often and how fast they page. See docs/alerts.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+
+from .. import quality
+from ..errors import ConfigError, JudgeError, ModelError
+from .cases import Case, default_cases
+from .pools import Pools, build_pools
+from .report import summarize, table
+from .runner import Settings, simulate
+from .traffic import Sampling, TrafficModel
+
+NAME: Final = "alerts"
+HELP: Final = "measure the shipped alerts end to end: false pages and time-to-page on simulated traffic"
+DESCRIPTION: Final = "ragmon alerts simulate: " + (__doc__ or "").split("\n\n")[0].split(": ", 1)[-1]
+
+RULES = Path(__file__).resolve().parents[2] / "deploy" / "prometheus" / "ragmon-rules.yml"
+DEFAULT_CACHE = Path.home() / ".cache" / "ragmon" / "alerts"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="alerts_command", required=True, metavar="SUBCOMMAND")
+    sim = sub.add_parser("simulate", help="false pages and time-to-page of the shipped rules on simulated traffic",
+                         description=(__doc__ or "").split("\n\n")[0])
+    sim.add_argument("labels", type=Path, help="labelled rows in the calibration format (ragmon calibrate's input)")
+    sim.add_argument("--judge", choices=("local", "llm"), default="local", help="judge that scores the rows")
+    sim.add_argument("--judge-base-url", default=None, help="OpenAI-compatible base URL for --judge llm")
+    sim.add_argument("--judge-model", default=None, help="chat model for --judge llm")
+    sim.add_argument("--judge-profile", type=Path, default=None, metavar="PROFILE.json",
+                     help="a local judge profile from `ragmon calibrate --fit` (scores and error rates)")
+    sim.add_argument("--rules", type=Path, default=RULES, help="Prometheus rules file (default: the shipped one)")
+    sim.add_argument("--rate", type=float, default=1.0, help="requests per second of each pipeline (default 1)")
+    sim.add_argument("--pipelines", type=int, default=1, help="pipelines per run (default 1)")
+    sim.add_argument("--days", type=float, default=7.0, help="measured days per run, after a 7-day warm-up")
+    sim.add_argument("--runs", type=int, default=10, help="runs per case (default 10)")
+    sim.add_argument("--cases", default="all",
+                     help="comma list: stationary, step_0.05, step_0.10, step_0.20, drift_0.10")
+    sim.add_argument("--base-share", type=float, default=0.10,
+                     help="true failing share of the incident metric before any incident (default 0.10)")
+    sim.add_argument("--metric", default=None, help="metric the incidents change (default: the first labelled one)")
+    sim.add_argument("--group-by", default="generator", metavar="META_FIELD",
+                     help="meta field whose values are question groups with an hour-of-day mix ('' = none)")
+    sim.add_argument("--sample-rate", type=float, default=1.0, help="fixed judging rate when --detect-drop is off")
+    sim.add_argument("--detect-drop", type=float, default=None,
+                     help="power-based sampling: the rise of the failing share to detect (e.g. 0.08)")
+    sim.add_argument("--alpha", type=float, default=quality.ALERT_ALPHA,
+                     help=f"power-based sampling's one-sided level (default {quality.ALERT_ALPHA:.3g}, the rules')")
+    sim.add_argument("--power", type=float, default=0.8, help="power-based sampling's power (default 0.8)")
+    sim.add_argument("--page-within", type=float, default=120.0, metavar="MINUTES",
+                     help="an incident counts as detected when paged within this (default 120)")
+    sim.add_argument("--evaluation-interval", type=float, default=300.0, metavar="SECONDS",
+                     help="promtool's evaluation step (default 300: 5x cheaper than the rules' 60 s)")
+    sim.add_argument("--seed", type=int, default=0)
+    sim.add_argument("--jobs", type=int, default=2, help="promtool processes at once (default 2)")
+    sim.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="where judge scores are cached")
+    sim.add_argument("--out", type=Path, default=None, metavar="REPORT.json")
+    sim.add_argument("--markdown", type=Path, default=None, metavar="REPORT.md")
+
+
+def _score_rows(args: argparse.Namespace) -> Any:
+    """Scores per row with the chosen judge: the same judge and scoring loop as ``ragmon calibrate``."""
+    from ..calibration.command import Progress, make_judge, score_rows
+
+    def score(rows: list[Any]) -> list[dict[str, float] | None]:
+        judge = make_judge(args)
+        scored, _failures = asyncio.run(score_rows(judge, rows, 4, Progress(len(rows), enabled=True)))
+        by_line = {item.row.line: item.scores.as_dict() for item in scored}
+        return [by_line.get(r.line) for r in rows]
+
+    return score
+
+
+def _error_rates(args: argparse.Namespace, pools: Pools) -> dict[str, tuple[float, float]]:
+    """The rates the agent would export for this judge (profile or defaults): what the rules correct with."""
+    if args.judge != "local":
+        return {}
+    from ..scoring.error_rates import LOCAL_DEFAULTS, from_profile_meta
+
+    rates = dict(LOCAL_DEFAULTS)
+    if args.judge_profile is not None:
+        from ..scoring.local._profile import load_profile
+
+        rates = from_profile_meta(load_profile(args.judge_profile).meta) or rates
+    return {m: (r.sensitivity, r.specificity) for m, r in rates.items() if m in pools.metrics()}
+
+
+def _cases(spec: str) -> tuple[Case, ...]:
+    every = default_cases()
+    if spec == "all":
+        return every
+    wanted = [s.strip() for s in spec.split(",") if s.strip()]
+    unknown = [w for w in wanted if w not in {c.name for c in every}]
+    if unknown:
+        raise ConfigError("--cases", f"unknown case(s) {', '.join(unknown)}; known: {', '.join(c.name for c in every)}")
+    return tuple(c for c in every if c.name in wanted)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    except (ConfigError, ModelError, JudgeError) as exc:
+        print(f"ragmon alerts simulate: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
+    if not args.labels.is_file():
+        raise ConfigError("LABELS", f"no such file: {args.labels}")
+    if not args.rules.is_file():
+        raise ConfigError("--rules", f"no such file: {args.rules}")
+    if args.rate <= 0 or args.runs < 1 or args.pipelines < 1 or args.days <= 0:
+        raise ConfigError("--rate/--runs/--pipelines/--days", "must be positive")
+    cases = _cases(args.cases)
+    started = time.monotonic()
+    pools = build_pools(args.labels, args.judge, args.judge_profile, _score_rows(args), args.group_by or None,
+                        args.cache)
+    if not pools.rows:
+        raise ConfigError("LABELS", f"{args.labels}: no row could be scored")
+    labelled = pools.labelled_metrics()
+    metric = args.metric or (labelled[0] if labelled else None)
+    if metric is None or metric not in labelled:
+        raise ConfigError("--metric", f"incidents need a metric with both human labels in the file; have: "
+                          f"{', '.join(labelled) or 'none'}")
+    rules = yaml.safe_load(args.rules.read_text(encoding="utf-8"))
+    settings = Settings(
+        traffic=TrafficModel(rate_per_s=args.rate, days=args.days),
+        sampling=Sampling(rate=args.sample_rate, detect_drop=args.detect_drop, alpha=args.alpha, power=args.power),
+        base_share=args.base_share,
+        thresholds={m.name: m.threshold for m in quality.ONLINE},
+        error_rates=_error_rates(args, pools),
+        judge=args.judge,
+        incident_metric=metric,
+        runs=args.runs,
+        pipelines=args.pipelines,
+        seed=args.seed,
+        jobs=args.jobs,
+        evaluation_s=args.evaluation_interval,
+    )
+    results = simulate(pools, cases, settings, rules)
+    report = summarize(results, args.page_within * 60.0)
+    report.update({
+        "labels": str(args.labels),
+        "rows": len(pools.rows),
+        "groups": list(pools.groups),
+        "judge": args.judge,
+        "judge_profile": str(args.judge_profile) if args.judge_profile else None,
+        "metric": metric,
+        "error_rates": {m: {"sensitivity": se, "specificity": sp} for m, (se, sp) in settings.error_rates.items()},
+        "rules": str(args.rules),
+        "rate_per_s": args.rate,
+        "sampling": {"detect_drop": args.detect_drop, "sample_rate": args.sample_rate, "alpha": args.alpha,
+                     "power": args.power},
+        "base_share": args.base_share,
+        "days": args.days,
+        "runs": args.runs,
+        "pipelines": args.pipelines,
+        "seed": args.seed,
+        "evaluation_interval_s": args.evaluation_interval,
+        "cases": [c.name for c in cases],
+        "seconds": round(time.monotonic() - started, 1),
+    })
+    text = table(report)
+    title = (f"{args.labels.name}: judge {args.judge}{' + ' + args.judge_profile.name if args.judge_profile else ''}, "
+             f"{args.rate:g} req/s, {report['judged_per_hour']:.0f} judged/h, {args.runs} runs x {args.days:g} days")
+    print(title)
+    print(text)
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    if args.markdown is not None:
+        args.markdown.parent.mkdir(parents=True, exist_ok=True)
+        args.markdown.write_text(f"### {title}\n\n{text}\n", encoding="utf-8")
+    return 0

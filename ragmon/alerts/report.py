@@ -1,0 +1,134 @@
+"""From simulated runs to the numbers users plan with: false pages per 30 days, time to page."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .runner import RunResult
+from .traffic import DAY
+
+SEVERITIES = ("warning", "critical")
+
+
+def _poisson_cdf(k: int, mean: float) -> float:
+    term = total = math.exp(-mean)
+    for i in range(1, k + 1):
+        term *= mean / i
+        total += term
+    return total
+
+
+def _solve(f: Any, lo: float, hi: float) -> float:
+    for _ in range(100):  # bisection: f is monotone in the mean
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if f(mid) > 0 else (lo, mid)
+    return (lo + hi) / 2
+
+
+def _interval(events: int, exposure_days: float) -> tuple[float, float]:
+    """Exact (Garwood) 95 % interval of a Poisson count, as a rate per 30 days."""
+    top = 10.0 + 3.0 * events
+    # lower: P(X >= events | m) = 2.5 %; upper: P(X <= events | m) = 2.5 %
+    lo = 0.0 if events == 0 else _solve(lambda m: 0.025 - (1.0 - _poisson_cdf(events - 1, m)), 0.0, top)
+    hi = _solve(lambda m: _poisson_cdf(events, m) - 0.025, 0.0, top)
+    scale = 30.0 / exposure_days if exposure_days > 0 else math.nan
+    return lo * scale, hi * scale
+
+
+def _minutes(values: Sequence[float], q: float) -> float | None:
+    """A quantile of delays in minutes, where a run never paged counts as infinitely late."""
+    if not values:
+        return None
+    x = np.quantile(np.array(values, dtype=float), q, method="higher")
+    return None if not math.isfinite(x) else round(float(x) / 60.0, 1)
+
+
+def summarize(results: Sequence[RunResult], page_within_s: float) -> dict[str, Any]:
+    """The JSON contract of ``ragmon alerts simulate --out``, per severity."""
+    # false pages: stationary runs only (every metric's series; incident runs carry only their metric)
+    stationary = [r for r in results if r.incident.kind == "none"]
+    exposure_days = sum(r.measured_s for r in stationary) / DAY
+    out: dict[str, Any] = {
+        "pipelines_simulated": len(results),
+        "measured_pipeline_days": round(exposure_days, 2),
+        "judged_per_hour": round(float(np.mean([r.judged_per_hour for r in results])), 1) if results else 0.0,
+        "page_within_minutes": page_within_s / 60.0,
+        "severities": {},
+    }
+    for severity in SEVERITIES:
+        events = sum(r.false_pages.get(severity, 0) for r in stationary)
+        rate = 30.0 * events / exposure_days if exposure_days > 0 else math.nan
+        lo, hi = _interval(events, exposure_days)
+        entry: dict[str, Any] = {
+            "false_pages_per_30d": round(rate, 3),
+            "false_pages_per_30d_ci95": [round(lo, 3), round(hi, 3)],
+            "false_pages": events,
+            "steps": {},
+        }
+        by_alert: dict[str, int] = {}
+        for r in stationary:
+            for key, n in r.by_alert.items():
+                if key.split("/")[1] == severity:
+                    by_alert[key] = by_alert.get(key, 0) + n
+        entry["false_pages_by_alert"] = dict(sorted(by_alert.items()))
+        for kind in ("step", "drift"):
+            sizes = sorted({r.incident.size for r in results if r.incident.kind == kind})
+            for size in sizes:
+                runs = [r for r in results if r.incident.kind == kind and r.incident.size == size]
+                delays = [r.first_page_s.get(severity, math.inf) for r in runs]
+                within = sum(1 for d in delays if d <= page_within_s)
+                key = f"{size:.2f}" if kind == "step" else f"drift_{size:.2f}"
+                bucket = "steps" if kind == "step" else "drifts"
+                entry.setdefault(bucket, {})[key] = {
+                    "runs": len(runs),
+                    "p_detect": round(within / len(runs), 3),
+                    "p_detect_ci95": [round(x, 3) for x in _wilson(within, len(runs))],
+                    "median_minutes": _minutes(delays, 0.5),
+                    "p90_minutes": _minutes(delays, 0.9),
+                    "never_paged": sum(1 for d in delays if not math.isfinite(d)),
+                }
+        out["severities"][severity] = entry
+    # the contract's top level: the page (critical)
+    page = out["severities"]["critical"]
+    out["false_pages_per_30d"] = page["false_pages_per_30d"]
+    out["steps"] = page["steps"]
+    return out
+
+
+def _wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    if n == 0:
+        return (0.0, 1.0)
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def table(report: dict[str, Any]) -> str:
+    """Markdown table: one row per severity, false pages then each step and drift."""
+    steps = sorted(report["severities"]["critical"].get("steps", {}))
+    drifts = sorted(report["severities"]["critical"].get("drifts", {}))
+    head = ["severity", "false pages / 30d [95% CI]"]
+    head += [f"+{float(s) * 100:.0f} pts: paged ≤{report['page_within_minutes']:.0f} min, median, p90" for s in steps]
+    head += [f"drift +{float(d.split('_')[1]) * 100:.0f} pts/day: paged, median" for d in drifts]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for severity in SEVERITIES:
+        e = report["severities"][severity]
+        lo, hi = e["false_pages_per_30d_ci95"]
+        row = [severity, f"{e['false_pages_per_30d']:.2f} [{lo:.2f}, {hi:.2f}]"]
+        for s in steps:
+            x = e["steps"][s]
+            row.append(f"{x['p_detect'] * 100:.0f} %, {_fmt(x['median_minutes'])}, {_fmt(x['p90_minutes'])}")
+        for d in drifts:
+            x = e["drifts"][d]
+            row.append(f"{x['p_detect'] * 100:.0f} %, {_fmt(x['median_minutes'])}")
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def _fmt(minutes: float | None) -> str:
+    return "never" if minutes is None else f"{minutes:.0f} min"

@@ -1,0 +1,147 @@
+"""One simulation: cases x runs x pipelines through the traffic model, then promtool, then counts.
+
+Each simulated pipeline run becomes its own ``pipeline`` label in one promtool test per case, so
+Prometheus evaluates all of them in one pass; cases run in parallel (``jobs`` promtool processes).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .cases import Case
+from .pools import Pools
+from .promtool import Episode, SeriesSet, quality_rules, run_promtool, test_file
+from .traffic import DAY, Incident, Sampling, TrafficModel, simulate_pipeline
+
+COUNTER_NAMES = {  # what the agent exports, by the traffic model's counter fields
+    "count": "ragmon_score_ratio_count",
+    "total": "ragmon_score_ratio_sum",
+    "squares": "ragmon_score_squared_ratio_total",
+    "failures": "ragmon_score_failures_total",
+}
+# promtool evaluates every group at one interval from t=0. The shipped quality group runs every
+# minute; at 1m a simulated pipeline-fortnight costs ~30 s of promtool on these 2-core machines, at
+# 5m ~5x less, so simulations evaluate every 5 minutes (time to page is then known to 5 minutes, and
+# `for: 10m` holds over 3 evaluations instead of 11). --evaluation-interval 60 gives the exact cadence.
+EVALUATION_S = 300.0
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    case: str
+    pipeline: str
+    incident: Incident
+    measured_s: float  # seconds measured before the incident (false-page exposure)
+    judged_per_hour: float
+    requests_per_hour: float
+    false_pages: dict[str, int]  # severity -> episodes before the incident (measured period)
+    first_page_s: dict[str, float]  # severity -> seconds from the incident to the first page (inf: none)
+    pages_after: dict[str, int]
+    by_alert: dict[str, int] = field(default_factory=dict)  # "alertname/severity/metric" -> false pages
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    traffic: TrafficModel
+    sampling: Sampling
+    base_share: float
+    thresholds: Mapping[str, float]
+    error_rates: Mapping[str, tuple[float, float]]  # metric -> (sensitivity, specificity)
+    judge: str
+    incident_metric: str | None
+    runs: int
+    pipelines: int
+    seed: int
+    jobs: int = 2
+    evaluation_s: float = EVALUATION_S
+
+
+def simulate_case(pools: Pools, case: Case, settings: Settings, rules: dict[str, Any],
+                  workdir: Path | None = None) -> list[RunResult]:
+    traffic = settings.traffic
+    warmup_s = traffic.warmup_days * DAY
+    end_s = traffic.total_s
+    youden = {m: se + sp - 1.0 for m, (se, sp) in settings.error_rates.items()}
+    sets: list[SeriesSet] = []
+    meta: dict[str, tuple[Incident, float, float]] = {}
+    seed_base = [settings.seed, sum(ord(c) * (i + 1) for i, c in enumerate(case.name))]
+    for run in range(settings.runs):
+        for p in range(settings.pipelines):
+            rng = np.random.default_rng([*seed_base, run, p])
+            incident = case.incident(rng, warmup_s, end_s)
+            sim = simulate_pipeline(pools, traffic, settings.sampling, incident, settings.incident_metric,
+                                    settings.base_share, settings.thresholds, youden, rng)
+            name = f"{case.name}-r{run:02d}-p{p:02d}"
+            n_scrapes = len(next(iter(sim.counters.values())).count)
+            phases = []
+            for i in range(n_scrapes):
+                t = (i + 1) * traffic.scrape_s
+                phases.append(0 if t < warmup_s else 2 if t >= incident.start_s else 1)
+            # incidents are measured on their metric only (the other metrics' series cost promtool time
+            # and their false pages are counted on stationary traffic)
+            kept = {m: c for m, c in sim.counters.items() if case.kind == "none" or m == settings.incident_metric}
+            sets.append(SeriesSet(
+                pipeline=name, judge=settings.judge,
+                counters={m: {COUNTER_NAMES[k]: getattr(c, k) for k in COUNTER_NAMES} for m, c in kept.items()},
+                phases=[0, *phases],
+            ))
+            hours = traffic.total_s / 3600.0
+            measured = min(incident.start_s, end_s) - warmup_s
+            meta[name] = (incident, measured, sim.judged / hours)
+            meta[name + "#req"] = (incident, measured, sim.requests / hours)
+    gauges = {
+        "ragmon_judge_sensitivity_ratio": {(settings.judge, m): se for m, (se, _sp) in settings.error_rates.items()},
+        "ragmon_judge_specificity_ratio": {(settings.judge, m): sp for m, (_se, sp) in settings.error_rates.items()},
+    }
+    measured_total = end_s - warmup_s
+
+    def document(rule_file: Path) -> dict[str, Any]:
+        return test_file(rule_file, sets, gauges, traffic.scrape_s, settings.evaluation_s, end_s, measured_total)
+
+    false_q, first_q, after_q = run_promtool(quality_rules(rules), document, workdir=workdir)
+    results = []
+    for s in sets:
+        incident, measured, judged_per_hour = meta[s.pipeline]
+        false_pages: dict[str, int] = {}
+        by_alert: dict[str, int] = {}
+        for e in _of(false_q, s.pipeline):
+            false_pages[e.severity] = false_pages.get(e.severity, 0) + int(e.value)
+            key = f"{e.alertname}/{e.severity}/{e.metric}"
+            by_alert[key] = by_alert.get(key, 0) + int(e.value)
+        first: dict[str, float] = {}
+        for e in _of(first_q, s.pipeline):
+            delay = e.value - incident.start_s
+            if e.metric == (settings.incident_metric or e.metric) and delay >= 0:
+                first[e.severity] = min(first.get(e.severity, math.inf), delay)
+        after: dict[str, int] = {}
+        for e in _of(after_q, s.pipeline):
+            after[e.severity] = after.get(e.severity, 0) + int(e.value)
+        results.append(RunResult(
+            case=case_name_of(s.pipeline), pipeline=s.pipeline, incident=incident, measured_s=measured,
+            judged_per_hour=judged_per_hour, requests_per_hour=meta[s.pipeline + "#req"][2],
+            false_pages=false_pages, first_page_s=first, pages_after=after, by_alert=by_alert,
+        ))
+    return results
+
+
+def case_name_of(pipeline: str) -> str:
+    return pipeline.split("-r", 1)[0]
+
+
+def _of(samples: list[Episode], pipeline: str) -> list[Episode]:
+    return [e for e in samples if e.pipeline == pipeline]
+
+
+def simulate(pools: Pools, cases: tuple[Case, ...], settings: Settings, rules: dict[str, Any],
+             workdir: Path | None = None) -> list[RunResult]:
+    """Every case; cases run ``settings.jobs`` at a time (simulation in Python, evaluation in promtool)."""
+    with ThreadPoolExecutor(max_workers=max(1, settings.jobs)) as pool:
+        parts = list(pool.map(lambda c: simulate_case(pools, c, settings, rules, workdir), cases))
+    return [r for part in parts for r in part]

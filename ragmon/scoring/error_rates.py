@@ -1,0 +1,64 @@
+"""A judge's measured error rates per metric: how often it flags a failing answer (sensitivity)
+and passes a good one (specificity), at the metric's threshold.
+
+The drop alerts test the share of answers the judge flags (score below the threshold). That
+share is not the share of answers that really fail: a judge misses some failures and flags some
+good answers. With sensitivity ``se`` and specificity ``sp``, a true failing share ``pi`` shows up
+as ``pi * se + (1 - pi) * (1 - sp)``; the rules invert this (Rogan-Gladen) to show the estimated
+true share, and power-based sampling sizes samples in that unit. The agent exports the rates as
+``ragmon_judge_sensitivity_ratio`` / ``ragmon_judge_specificity_ratio``.
+
+Where the rates come from: a judge profile fitted on the user's labels (``ragmon calibrate --fit``,
+cross-validated, in the profile's ``meta.error_rates``), else the defaults below, measured on
+human-labelled data the judge was not fitted to. A judge with neither (the LLM judge without a
+profile) exports none and the alerts stay in the flagged share, uncorrected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .. import semconv as sc
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorRates:
+    sensitivity: float  # P(score < threshold | humans say it fails)
+    specificity: float  # P(score >= threshold | humans say it passes)
+    source: str
+
+    @property
+    def youden(self) -> float:
+        """J = sensitivity + specificity - 1: how much of a true change the flagged share shows."""
+        return self.sensitivity + self.specificity - 1.0
+
+
+# The local judge at threshold 0.5, shipped coefficients: the mean over the three RAGTruth dev
+# halves in shared/benchdata (QA 0.770 / 0.742, summaries 0.730 / 0.575, data-to-text 0.670 / 0.793;
+# `ragmon calibrate` on each file). Re-measure when the judge changes (docs/alerts.md).
+LOCAL_DEFAULTS: Mapping[str, ErrorRates] = {
+    sc.METRIC_FAITHFULNESS: ErrorRates(0.723, 0.703, "RAGTruth dev halves (qa, summary, data2txt), mean"),
+}
+
+
+def from_profile_meta(meta: Mapping[str, Any]) -> dict[str, ErrorRates]:
+    """``meta.error_rates`` of a fitted profile: {metric: {"sensitivity": x, "specificity": y}}."""
+    out: dict[str, ErrorRates] = {}
+    raw = meta.get("error_rates")
+    if not isinstance(raw, Mapping):
+        return out
+    for metric, value in raw.items():
+        if not isinstance(value, Mapping):
+            continue
+        se, sp = value.get("sensitivity"), value.get("specificity")
+        if isinstance(se, int | float) and isinstance(sp, int | float) and 0 <= se <= 1 and 0 <= sp <= 1:
+            out[str(metric)] = ErrorRates(float(se), float(sp), "fitted profile")
+    return out
+
+
+def error_rates_of(judge: object) -> dict[str, ErrorRates]:
+    """The error rates a judge declares (``error_rates`` attribute), per metric; {} if none."""
+    rates = getattr(judge, "error_rates", None)
+    return {str(k): v for k, v in rates.items() if isinstance(v, ErrorRates)} if isinstance(rates, Mapping) else {}
