@@ -23,7 +23,7 @@ import yaml
 from .. import quality
 from ..errors import ConfigError, JudgeError, ModelError
 from .cases import Case, default_cases
-from .pools import Pools, build_pools
+from .pools import Pools, auc, build_pools
 from .report import summarize, table
 from .runner import Settings, simulate
 from .traffic import Sampling, TrafficModel
@@ -163,6 +163,7 @@ def _run(args: argparse.Namespace) -> int:
         "judge": args.judge,
         "judge_profile": str(args.judge_profile) if args.judge_profile else None,
         "metric": metric,
+        "auc": None if (value := auc(pools, metric)) is None else round(value, 3),
         "error_rates": {m: {"sensitivity": se, "specificity": sp} for m, (se, sp) in settings.error_rates.items()},
         "rules": str(args.rules),
         "rate_per_s": args.rate,

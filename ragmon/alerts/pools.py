@@ -144,3 +144,14 @@ def build_pools(
         for r, s in zip(rows, scores, strict=True) if s
     )
     return Pools(source=str(path), judge=judge_name, profile=str(profile) if profile else None, rows=scored)
+
+
+def auc(pools: Pools, metric: str) -> float | None:
+    """ROC AUC of the judge's score for telling passing from failing rows (human labels), or None."""
+    flags = pools.failing_flags(metric)
+    good = [r.scores[metric] for r, f in zip(pools.rows, flags, strict=True) if f == 0 and metric in r.scores]
+    bad = [r.scores[metric] for r, f in zip(pools.rows, flags, strict=True) if f == 1 and metric in r.scores]
+    if not good or not bad:
+        return None
+    wins = sum((g > b) + 0.5 * (g == b) for g in good for b in bad)
+    return wins / (len(good) * len(bad))
