@@ -124,6 +124,8 @@ def write_table(rows: list[tuple[str, float, dict, dict]], seconds: float) -> No
     ]
     for tag, _rate, inc, sta in rows:
         crit, warn = sta["severities"]["critical"], sta["severities"]["warning"]
+        if crit["false_pages_per_30d"] is None:
+            continue
         lo, hi = crit["false_pages_per_30d_ci95"]
         drift = inc["severities"]["critical"].get("drifts", {}).get("drift_0.10")
         drift_cell = "-"

@@ -300,12 +300,12 @@ def quality_alerts() -> list[dict[str, object]]:
                     expr,
                     QUALITY_FOR,
                     severity,
-                    f"Failing {m.title} answers of {{{{ $labels.service }}}}/{{{{ $labels.pipeline }}}} "
-                    f"up {{{{ $value | {pct} }}}} (now {share} ± {ci})",
-                    f"The estimated share of answers failing {m.title} (score below its threshold, "
-                    f"corrected for judge {{{{ $labels.judge }}}}'s error rates) is {share} ± {ci} over "
-                    f"{n} rate-sampled traces in the last {w}, up {{{{ $value | {pct} }}}} on the same hour "
-                    f"of the past {SEASONAL_DAYS} days ({before} observed over {n_before} traces). "
+                    f"Failing {m.title} of {{{{ $labels.service }}}}/{{{{ $labels.pipeline }}}}: {share} ± {ci} "
+                    f"of answers, +{{{{ $value | {pct} }}}} on the same hour last week",
+                    f"The estimated share of answers failing {m.title} (score below its threshold; corrected "
+                    f"for the judge's measured error rates where it exports them) is {share} ± {ci} over "
+                    f"{n} rate-sampled traces in the last {w}: {{{{ $value | {pct} }}}} of all answers more than "
+                    f"in the same hour of the past {SEASONAL_DAYS} days ({before} flagged over {n_before} traces). "
                     f"The rise is significant: z = {z} (pages above {_r(DROP_Z)}); the {severity} step is "
                     f"{_r(step * 100)} points. {look}",
                 )
@@ -420,8 +420,8 @@ def health_alerts() -> list[dict[str, object]]:
             "warning",
             "{{ $labels.service }}/{{ $labels.pipeline }} can only detect drops of {{ $value | " + SCORE_FMT + " }}",
             f"With its current traffic and judge budget, the rate sample of {{{{ $labels.service }}}}/"
-            f"{{{{ $labels.pipeline }}}} can only detect a drop of {{{{ $value | {SCORE_FMT} }}}} in a mean score within "
-            f"the window, larger than the --detect-drop target "
+            f"{{{{ $labels.pipeline }}}} can only detect a rise of {{{{ $value | {SCORE_FMT} }}}} in the failing share "
+            f"within the window, larger than the --detect-drop target "
             f"({target}). Drop alerts stay quiet for smaller drops. "
             "Check ragmon_sample_rate_ratio (at --detect-max-rate: too little traffic; below it: the judge budget "
             "or concurrency is the limit) and raise the budget, the max rate or the window.",

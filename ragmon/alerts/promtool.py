@@ -28,6 +28,7 @@ import yaml
 from .. import semconv as sc
 from ..errors import ConfigError
 
+DAY_S = 86_400.0
 PHASE_SERIES = "ragmon_sim_phase"  # 0 warm-up, 1 measured before the incident, 2 after it
 _NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 _GOT = re.compile(r"^\s*(\{.*\})\s+(\S+)\s*$")
@@ -138,23 +139,29 @@ def test_file(
             series.append({"series": f'{name}{{judge="{judge}",metric="{metric}",job="ragmon",instance="sim"}}',
                            "values": f"{value:g}x{n_scrapes}"})
     starts = f'(ALERTS{{alertstate="firing"}} unless ALERTS{{alertstate="firing"}} offset {int(evaluation_s)}s)'
-    rng = f"[{int(measured_s)}s:{int(evaluation_s)}s]"
     phase = f"on(service, pipeline) ({PHASE_SERIES} == %d)"
-    queries = [
-        # episodes that started while measured, before any incident: false pages
-        f"sum_over_time(({starts} and {phase % 1}){rng})",
-        # the first episode that started after the incident (a timestamp in seconds)
-        f"min_over_time(timestamp({starts} and {phase % 2}){rng})",
-        # episodes after the incident (a slow drift may page, resolve and page again)
-        f"sum_over_time(({starts} and {phase % 2}){rng})",
-    ]
+    tests = []
+    # one query per measured day: a subquery over weeks of ALERTS exceeds promtool's sample limit; a
+    # range of a day minus a second never counts the step on a boundary twice
+    day = int(DAY_S)
+    for end in range(int(end_s), int(end_s - measured_s), -day):
+        rng = f"[{day - 1}s:{int(evaluation_s)}s]"
+        for query in (
+            # episodes that started while measured, before any incident: false pages
+            f"sum_over_time(({starts} and {phase % 1}){rng})",
+            # the first episode that started after the incident (a timestamp in seconds)
+            f"min_over_time(timestamp({starts} and {phase % 2}){rng})",
+            # episodes after the incident (a slow drift may page, resolve and page again)
+            f"sum_over_time(({starts} and {phase % 2}){rng})",
+        ):
+            tests.append({"expr": query, "eval_time": f"{end}s", "exp_samples": []})
     return {
         "rule_files": [str(rule_file)],
         "evaluation_interval": f"{int(evaluation_s)}s",
         "tests": [{
             "interval": f"{int(scrape_s)}s",
             "input_series": series,
-            "promql_expr_test": [{"expr": q, "eval_time": f"{int(end_s)}s", "exp_samples": []} for q in queries],
+            "promql_expr_test": tests,
         }],
     }
 
@@ -170,11 +177,16 @@ def run_promtool(rules: dict[str, Any], document_of: Any, timeout_s: float = 360
         test.write_text(yaml.safe_dump(document, width=10**9, sort_keys=False), encoding="utf-8")
         proc = subprocess.run([promtool_path(), "test", "rules", str(test)], capture_output=True, text=True,
                               timeout=timeout_s, check=False)
-    queries = [q["expr"] for q in document["tests"][0]["promql_expr_test"]]
-    return parse_output(proc.stdout + proc.stderr, queries)
+    tests = document["tests"][0]["promql_expr_test"]
+    per_test = parse_output(proc.stdout + proc.stderr, [(q["expr"], q["eval_time"]) for q in tests])
+    # the three kinds of query, each over every measured day, merged per kind
+    merged: list[list[Episode]] = [[], [], []]
+    for i, samples in enumerate(per_test):
+        merged[i % 3].extend(samples)
+    return merged
 
 
-def parse_output(text: str, queries: Sequence[str]) -> list[list[Episode]]:
+def parse_output(text: str, queries: Sequence[tuple[str, str]]) -> list[list[Episode]]:
     """promtool's report of the expression tests (each 'fails' with what it got) as samples.
 
     A query whose result is empty passes and prints nothing: its list stays empty. Anything
@@ -189,7 +201,8 @@ def parse_output(text: str, queries: Sequence[str]) -> list[list[Episode]]:
             # promtool quotes the expression Go-style; a passing (empty) query prints nothing, so match
             # each report to its query by text, not by position
             expr = stripped.split('"', 1)[1].rsplit('", time:', 1)[0].replace('\\"', '"')
-            current = queries.index(expr) if expr in queries else -1
+            when = stripped.rsplit("time: ", 1)[1].rstrip(",").strip()
+            current = next((i for i, (q, t) in enumerate(queries) if q == expr and _same_time(t, when)), -1)
             continue
         if stripped.startswith(("rule:", "alertname:")):
             raise ConfigError("promtool", f"rule evaluation failed: {stripped[:400]}")
@@ -213,3 +226,13 @@ def _split_samples(text: str) -> list[str]:
     """'{a="1"} 2E+00, {b="2"} 3E+00' or one sample per line, as single samples."""
     parts = re.split(r",\s*(?=\{)", text.strip())
     return [p for p in (x.strip() for x in parts) if p and not math.isnan(0.0)]
+
+
+def _seconds(duration: str) -> float:
+    """'864000s' or promtool's '1w3d2h' as seconds."""
+    units = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1, "ms": 0.001}
+    return sum(float(n) * units[u] for n, u in re.findall(r"(\d+(?:\.\d+)?)(ms|w|d|h|m|s)", duration))
+
+
+def _same_time(a: str, b: str) -> bool:
+    return abs(_seconds(a) - _seconds(b)) < 1e-6

@@ -61,11 +61,11 @@ def summarize(results: Sequence[RunResult], page_within_s: float) -> dict[str, A
     }
     for severity in SEVERITIES:
         events = sum(r.false_pages.get(severity, 0) for r in stationary)
-        rate = 30.0 * events / exposure_days if exposure_days > 0 else math.nan
-        lo, hi = _interval(events, exposure_days)
+        measured = exposure_days > 0  # no stationary case run: no false-page number (JSON null)
+        lo, hi = _interval(events, exposure_days) if measured else (math.nan, math.nan)
         entry: dict[str, Any] = {
-            "false_pages_per_30d": round(rate, 3),
-            "false_pages_per_30d_ci95": [round(lo, 3), round(hi, 3)],
+            "false_pages_per_30d": round(30.0 * events / exposure_days, 3) if measured else None,
+            "false_pages_per_30d_ci95": [round(lo, 3), round(hi, 3)] if measured else None,
             "false_pages": events,
             "steps": {},
         }
@@ -118,8 +118,11 @@ def table(report: dict[str, Any]) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for severity in SEVERITIES:
         e = report["severities"][severity]
-        lo, hi = e["false_pages_per_30d_ci95"]
-        row = [severity, f"{e['false_pages_per_30d']:.2f} [{lo:.2f}, {hi:.2f}]"]
+        if e["false_pages_per_30d"] is None:
+            row = [severity, "not run (no stationary case)"]
+        else:
+            lo, hi = e["false_pages_per_30d_ci95"]
+            row = [severity, f"{e['false_pages_per_30d']:.2f} [{lo:.2f}, {hi:.2f}]"]
         for s in steps:
             x = e["steps"][s]
             row.append(f"{x['p_detect'] * 100:.0f} %, {_fmt(x['median_minutes'])}, {_fmt(x['p90_minutes'])}")
