@@ -36,43 +36,47 @@ def test_required_n_matches_the_textbook_number() -> None:
     assert detectable_drop(0, 0.3, 0.05, 0.8, 3600) == math.inf
 
 
-def _drive(sampler: PowerSampler, clock: Clock, traffic: dict[str, float], minutes: int, sd: float,
+FAILING, YOUDEN = 0.3, 0.5  # 30 % of judged traces flagged by a judge with J = 0.5
+SD = math.sqrt(FAILING * (1 - FAILING)) / YOUDEN  # a flag's sd in the alerts' corrected unit: 0.917
+
+
+def _drive(sampler: PowerSampler, clock: Clock, traffic: dict[str, float], minutes: int,
            rng: random.Random) -> None:
-    """``traffic`` traces/s per pipeline for ``minutes``; rate-stream scores with standard deviation ``sd``."""
+    """``traffic`` traces/s per pipeline for ``minutes``; rate-stream failing flags, as the agent feeds them."""
     for _ in range(minutes):
         clock.now += 60
         for key, per_s in traffic.items():
             sampler.observe_traffic(key, per_s * 60)
             judged = max(1, round(per_s * 60 * sampler.rate_for(key)))
             for _ in range(judged):
-                sampler.observe_scores(key, {"faithfulness": min(1.0, max(0.0, rng.gauss(0.7, sd)))})
+                sampler.observe_shares(key, {"faithfulness": rng.random() < FAILING}, {"faithfulness": YOUDEN})
     sampler.update()
 
 
 def test_busy_pipeline_is_judged_rarely_and_quiet_one_cannot_reach_the_target() -> None:
     clock, rng = Clock(), random.Random(3)
     sampler = PowerSampler(PowerTarget(drop=0.05), clock=clock)
-    _drive(sampler, clock, {"busy": 50.0, "quiet": 0.02}, 90, sd=0.25, rng=rng)
+    _drive(sampler, clock, {"busy": 50.0, "quiet": 0.02}, 90, rng=rng)
     plans = sampler.plans()
     busy, quiet = plans["busy"], plans["quiet"]
-    # about 200 judged an hour on the busy pipeline (sd ~0.25): a rate of ~0.1 %, not 1 %
-    assert 0.0005 < busy.rate < 0.0025
+    # ((1.645 + 0.842) x 0.917 / 0.05)^2 x (1 + 1/7) = ~2,370 judged an hour: a rate of ~1.3 % of 180,000
+    assert 0.010 < busy.rate < 0.017
     assert busy.reaches_target and busy.detectable_drop == pytest.approx(0.05, rel=0.05)
-    assert 150 < busy.judged_per_window < 320
-    # 72 traces an hour cannot show a 0.05 drop: judged at the max rate, and says what it can detect
+    assert 2000 < busy.judged_per_window < 2800
+    # 72 traces an hour cannot show a 0.05 rise: judged at the max rate, and says what it can detect (~0.29)
     assert quiet.rate == 1.0 and not quiet.reaches_target
-    assert 0.08 < quiet.detectable_drop < 0.12
+    assert 0.24 < quiet.detectable_drop < 0.34
     assert sampler.rate_for("busy") == busy.rate
 
 
 def test_budget_scales_every_pipeline_by_one_factor() -> None:
     clock, rng = Clock(), random.Random(5)
     free = PowerSampler(PowerTarget(drop=0.05), clock=clock)
-    _drive(free, clock, {"a": 20.0, "b": 5.0}, 70, sd=0.3, rng=rng)
+    _drive(free, clock, {"a": 20.0, "b": 5.0}, 70, rng=rng)
     need = sum(p.traffic_per_s * p.rate for p in free.plans().values())
     clock2, rng2 = Clock(), random.Random(5)
     tight = PowerSampler(PowerTarget(drop=0.05), clock=clock2, capacity_per_s=lambda: need / 4)
-    _drive(tight, clock2, {"a": 20.0, "b": 5.0}, 70, sd=0.3, rng=rng2)
+    _drive(tight, clock2, {"a": 20.0, "b": 5.0}, 70, rng=rng2)
     spent = sum(p.traffic_per_s * p.rate for p in tight.plans().values())
     assert spent == pytest.approx(need / 4 * 0.8, rel=0.1)  # CAPACITY_SAFETY of the capacity
     for key in ("a", "b"):
@@ -85,10 +89,10 @@ def test_budget_scales_every_pipeline_by_one_factor() -> None:
 def test_replicas_choose_the_rate_of_the_whole_pipeline() -> None:
     clock, rng = Clock(), random.Random(9)
     one = PowerSampler(PowerTarget(drop=0.05), clock=clock)
-    _drive(one, clock, {"p": 10.0}, 70, sd=0.3, rng=rng)
+    _drive(one, clock, {"p": 10.0}, 70, rng=rng)
     clock2, rng2 = Clock(), random.Random(9)
     half = PowerSampler(PowerTarget(drop=0.05, replicas=2), clock=clock2)
-    _drive(half, clock2, {"p": 5.0}, 70, sd=0.3, rng=rng2)  # each of 2 replicas sees half the traffic
+    _drive(half, clock2, {"p": 5.0}, 70, rng=rng2)  # each of 2 replicas sees half the traffic
     assert half.plans()["p"].rate == pytest.approx(one.plans()["p"].rate, rel=0.1)
 
 
@@ -96,11 +100,11 @@ def test_fixed_rates_are_reported_not_changed() -> None:
     clock, rng = Clock(), random.Random(1)
     sampler = PowerSampler(PowerTarget(drop=0.05), fixed=lambda key: 0.01, clock=clock, adaptive=False)
     assert sampler.rate_for("p") == 0.01
-    _drive(sampler, clock, {"p": 2.0}, 70, sd=0.3, rng=rng)
+    _drive(sampler, clock, {"p": 2.0}, 70, rng=rng)
     plan = sampler.plans()["p"]
     assert plan.rate == 0.01
-    # 72 judged an hour: detects only ~0.1
-    assert 0.08 < plan.detectable_drop < 0.12
+    # 72 judged an hour: detects only a rise of ~0.29
+    assert 0.24 < plan.detectable_drop < 0.34
 
 
 def test_a_rate_only_moves_the_threshold() -> None:

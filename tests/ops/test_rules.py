@@ -107,25 +107,31 @@ def test_generator_constants_reach_the_rules() -> None:
     gen.DROP_CRITICAL = 0.12
     gen.RETRIEVAL_P95_WARNING_S = 0.75
     changed = gen.render()
-    assert "> 0.12\n" in changed and "> 0.12\n" not in original
+    assert ">= 0.06\n" in changed and ">= 0.06\n" not in original  # MIN_EFFECT x the critical step
     assert "retrieval_latency_seconds:p95_5m > 0.75" in changed
 
 
 def test_score_means_read_the_rate_stream_and_drops_need_significance() -> None:
-    """Every rule over the raw score series excludes priority samples; every drop alert also needs
-    the Welch z above DROP_Z; the seed drop sizes are kept."""
+    """Every rule over the raw score series excludes priority samples; every drop alert tests the failing
+    share's rise for significance (z above DROP_Z, the agent's --alpha) with a minimum effect; the seed
+    steps are kept."""
     gen = load_generator()
     groups = yaml.safe_load(RULES.read_text(encoding="utf-8"))["groups"]
     rules = [rule for group in groups for rule in group["rules"]]
-    raw = [r for r in rules if "ragmon_score_ratio_" in r["expr"] or "ragmon_score_squared_ratio" in r["expr"]]
-    assert raw, "no rule reads the score histogram"
+    raw_series = r"ragmon_score_(?:ratio_sum|ratio_count|squared_ratio_total|failures_total)(\{[^}]*\})?"
+    raw = [r for r in rules if re.search(raw_series, r["expr"])]
+    assert raw, "no rule reads the score series"
     for rule in raw:
-        series = r"ragmon_score_(?:ratio_sum|ratio_count|squared_ratio_total)(\{[^}]*\})?"
-        for selector in re.findall(series, rule["expr"]):
+        for selector in re.findall(raw_series, rule["expr"]):
             assert selector == '{sample!="priority"}', (rule.get("record") or rule.get("alert"), selector)
     drops = [r for r in rules if r.get("alert", "").endswith("Drop") and "Offline" not in r["alert"]]
     assert drops
     for rule in drops:
-        assert "ragmon:score_ratio:drop_z1h{metric=" in rule["expr"] and f"> {gen.DROP_Z:g}" in rule["expr"]
+        assert "ragmon:score_failures:rise_z1h{metric=" in rule["expr"] and f"> {gen.DROP_Z:g}" in rule["expr"]
         assert "z = " in rule["annotations"]["description"]
-    assert (gen.DROP_WARNING, gen.DROP_CRITICAL, gen.DROP_Z) == (0.05, 0.08, 1.96)
+    assert (gen.DROP_WARNING, gen.DROP_CRITICAL) == (0.05, 0.08)
+    from ragmon import quality
+    from ragmon.config import AgentConfig
+
+    # the rules and power-based sampling test at one level: the agent's default --alpha is the rules'
+    assert gen.DROP_ALPHA == quality.ALERT_ALPHA == AgentConfig().detect_alpha

@@ -1,0 +1,177 @@
+"""``ragmon alerts simulate``: pools, traffic, promtool evaluation, the report contract.
+
+The pools here are built from rows whose judge scores are given (a labelled pool with a judge
+that separates failing from passing answers perfectly, and one that cannot tell them apart), so
+the tests know what the shipped rules must do; the command test scores real rows with the local
+judge. promtool is the real one (Debian's prometheus package); nothing of PromQL is stubbed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from ragmon.alerts import promtool as pt
+from ragmon.alerts.cases import Case
+from ragmon.alerts.pools import Pools, ScoredRow
+from ragmon.alerts.report import summarize
+from ragmon.alerts.runner import Settings, simulate
+from ragmon.alerts.traffic import DAY, Incident, Sampling, TrafficModel, simulate_pipeline
+from ragmon.cli import main
+from tests.ops.conftest import RULES, require_binary
+
+pytestmark = pytest.mark.prometheus
+THRESHOLDS = {"faithfulness": 0.5}
+
+
+def _pools(separates: bool, n: int = 200) -> Pools:
+    """Rows labelled faithful / unfaithful; the judge scores them 0.9 / 0.1 (separates) or at random."""
+    rng = random.Random(7)
+    rows = []
+    for i in range(n):
+        faithful = i % 3 != 0
+        score = (0.9 if faithful else 0.1) if separates else rng.random()
+        rows.append(ScoredRow(id=f"r{i}", group=f"g{i % 2}", labels={"faithful": int(faithful)},
+                              scores={"faithfulness": score}))
+    return Pools(source="test", judge="local", profile=None, rows=tuple(rows))
+
+
+def _settings(**overrides: object) -> Settings:
+    values: dict[str, object] = {
+        "traffic": TrafficModel(rate_per_s=0.5, days=1.0),
+        "sampling": Sampling(rate=1.0),
+        "base_share": 0.10,
+        "thresholds": THRESHOLDS,
+        "error_rates": {"faithfulness": (1.0, 1.0)},
+        "judge": "local",
+        "incident_metric": "faithfulness",
+        "runs": 2,
+        "pipelines": 1,
+        "seed": 3,
+        "jobs": 2,
+    }
+    values.update(overrides)
+    return Settings(**values)  # type: ignore[arg-type]
+
+
+def test_the_incident_raises_the_failing_share_the_agent_counts() -> None:
+    traffic = TrafficModel(rate_per_s=1.0, days=1.0, warmup_days=1.0)
+    incident = Incident("step", 0.20, start_s=1.5 * DAY)
+    run = simulate_pipeline(_pools(True), traffic, Sampling(rate=1.0), incident, "faithfulness", 0.10,
+                            THRESHOLDS, {"faithfulness": 1.0}, np.random.default_rng(1))
+    c = run.counters["faithfulness"]
+    i = int(1.5 * DAY / traffic.scrape_s)  # the scrape at the incident's start
+    before = (c.failures[i - 1] - c.failures[i - 73]) / (c.count[i - 1] - c.count[i - 73])
+    after = (c.failures[-1] - c.failures[-73]) / (c.count[-1] - c.count[-73])
+    assert 0.08 < before < 0.12 and 0.27 < after < 0.33  # 10 % -> 30 % (a perfect judge flags exactly these)
+    assert run.requests == pytest.approx(2 * DAY, rel=0.02) and run.judged == run.requests  # rate 1: all judged
+
+
+def test_power_based_sampling_judges_a_busy_pipeline_less() -> None:
+    traffic = TrafficModel(rate_per_s=20.0, days=0.5, warmup_days=0.5)
+    run = simulate_pipeline(_pools(True), traffic, Sampling(detect_drop=0.08, alpha=2.3e-4), Incident("none"),
+                            "faithfulness", 0.10, THRESHOLDS, {"faithfulness": 1.0}, np.random.default_rng(2))
+    assert 0.0 < run.rates[-1] < 0.2  # the agent's PowerSampler chose a rate far below 1
+    assert run.judged < 0.2 * run.requests
+
+
+def test_rules_are_evaluated_by_promtool_and_a_rule_change_changes_the_pages(tmp_path: Path) -> None:
+    require_binary("promtool")
+    shipped = yaml.safe_load(RULES.read_text(encoding="utf-8"))
+    cases = (Case("step_0.20", "step", 0.20),)
+    results = simulate(_pools(True), cases, _settings(), shipped, workdir=tmp_path)
+    paged = [r.first_page_s.get("critical", math.inf) for r in results]
+    assert all(d <= 2 * 3600 for d in paged), paged  # a perfect judge sees +20 points within 2 h
+
+    # the same simulation with the critical drop alert made impossible: no page any more
+    changed = yaml.safe_load(RULES.read_text(encoding="utf-8"))
+    for group in changed["groups"]:
+        for rule in group["rules"]:
+            if rule.get("alert") == "RagmonFaithfulnessDrop" and rule["labels"]["severity"] == "critical":
+                rule["expr"] = rule["expr"].replace("rise1h{metric=\"faithfulness\"} >= 0.04",
+                                                    "rise1h{metric=\"faithfulness\"} >= 2")
+                assert ">= 2" in rule["expr"]
+    results = simulate(_pools(True), cases, _settings(), changed, workdir=tmp_path)
+    assert all("critical" not in r.first_page_s for r in results)
+    assert all(r.first_page_s.get("warning", math.inf) <= 2 * 3600 for r in results)
+
+
+def test_a_rule_promtool_cannot_evaluate_is_an_error(tmp_path: Path) -> None:
+    require_binary("promtool")
+    broken = yaml.safe_load(RULES.read_text(encoding="utf-8"))
+    for group in broken["groups"]:
+        for rule in group["rules"]:
+            if rule.get("alert") == "RagmonFaithfulnessDrop":
+                rule["expr"] = "ragmon_score_failures_total{metric=\"faithfulness\"} +"  # not PromQL
+    with pytest.raises(Exception, match="promtool"):
+        simulate(_pools(True), (Case("stationary", "none", 0.0),), _settings(runs=1), broken, workdir=tmp_path)
+
+
+def test_a_judge_that_cannot_tell_neither_pages_for_a_step_nor_for_noise(tmp_path: Path) -> None:
+    require_binary("promtool")
+    rules = yaml.safe_load(RULES.read_text(encoding="utf-8"))
+    cases = (Case("stationary", "none", 0.0), Case("step_0.20", "step", 0.20))
+    report = summarize(simulate(_pools(False), cases, _settings(), rules, workdir=tmp_path), 7200.0)
+    assert report["steps"]["0.20"]["p_detect"] == 0.0  # scores independent of the labels: nothing to see
+    assert report["false_pages_per_30d"] == 0.0
+    assert report["severities"]["critical"]["false_pages_per_30d_ci95"][1] > 0  # an interval, not a claim of 0
+
+
+def test_parse_output_matches_reports_to_queries_by_text_and_time() -> None:
+    queries = [('sum_over_time(x{a="1"}[1d])', "86400s"), ('sum_over_time(x{a="1"}[1d])', "172800s")]
+    text = (
+        '  FAILED:\n    expr: "sum_over_time(x{a=\\"1\\"}[1d])", time: 2d,\n        exp: nil\n'
+        '        got: {alertname="A", pipeline="p1", severity="critical", metric="m"} 2E+00, '
+        '{alertname="A", pipeline="p2", severity="warning", metric="m"} 1E+00\n'
+    )
+    first, second = pt.parse_output(text, queries)
+    assert first == []  # the query at 1d passed (empty): promtool printed nothing for it
+    assert [(e.pipeline, e.severity, e.value) for e in second] == [("p1", "critical", 2.0), ("p2", "warning", 1.0)]
+
+
+def test_the_command_writes_the_json_contract(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    require_binary("promtool")
+    labels = tmp_path / "labels.jsonl"
+    rows = []
+    for i in range(40):
+        faithful = i % 4 != 0
+        context = f"The store in town {i} opens at {8 + i % 3} am and closes at 6 pm on weekdays."
+        answer = (f"The store in town {i} opens at {8 + i % 3} am." if faithful
+                  else f"The store in town {i} opens at noon and sells cars on Sundays.")
+        rows.append({"id": str(i), "question": f"When does the store in town {i} open?", "contexts": [context],
+                     "answer": answer, "labels": {"faithful": int(faithful)}, "meta": {"generator": f"m{i % 2}"}})
+    labels.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    out, md = tmp_path / "report.json", tmp_path / "report.md"
+    code = main(["alerts", "simulate", str(labels), "--runs", "1", "--days", "1", "--rate", "0.2",
+                 "--cases", "stationary,step_0.20", "--cache", str(tmp_path / "cache"), "--seed", "5",
+                 "--out", str(out), "--markdown", str(md)])
+    assert code == 0
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert isinstance(report["false_pages_per_30d"], float)
+    step = report["steps"]["0.20"]
+    assert set(step) >= {"p_detect", "median_minutes", "p90_minutes"} and 0.0 <= step["p_detect"] <= 1.0
+    for severity in ("warning", "critical"):
+        assert "0.20" in report["severities"][severity]["steps"]
+    assert report["auc"] is not None and report["groups"] == ["m0", "m1"]
+    assert "| critical |" in md.read_text(encoding="utf-8") and "| critical |" in capsys.readouterr().out
+    # deterministic with --seed, and the judge's scores come from the cache the second time
+    again = tmp_path / "again.json"
+    main(["alerts", "simulate", str(labels), "--runs", "1", "--days", "1", "--rate", "0.2",
+          "--cases", "stationary,step_0.20", "--cache", str(tmp_path / "cache"), "--seed", "5", "--out", str(again)])
+    second = json.loads(again.read_text(encoding="utf-8"))
+    assert (second["steps"], second["false_pages_per_30d"]) == (report["steps"], report["false_pages_per_30d"])
+
+
+def test_bad_arguments_are_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["alerts", "simulate", str(tmp_path / "missing.jsonl")]) == 2
+    assert "no such file" in capsys.readouterr().err
+    labels = tmp_path / "l.jsonl"
+    labels.write_text('{"id": "1", "question": "q", "contexts": ["c"], "answer": "a", "labels": {"faithful": 1}}\n')
+    assert main(["alerts", "simulate", str(labels), "--cases", "nope"]) == 2
+    assert "unknown case" in capsys.readouterr().err
