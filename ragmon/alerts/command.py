@@ -96,7 +96,7 @@ def _error_rates(args: argparse.Namespace, pools: Pools) -> dict[str, tuple[floa
 
     rates = dict(LOCAL_DEFAULTS)
     if args.judge_profile is not None:
-        from ..scoring.local._profile import load_profile
+        from ..scoring.local import load_profile
 
         rates = from_profile_meta(load_profile(args.judge_profile).meta) or rates
     return {m: (r.sensitivity, r.specificity) for m, r in rates.items() if m in pools.metrics()}
