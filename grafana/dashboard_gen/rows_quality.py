@@ -42,35 +42,39 @@ def quality_rows(lay: Layout) -> None:
             8,
         )
     for m in R.QUALITY_METRICS:
+        sel = f'{SP}, metric="{m.name}"'
         lay.add(
             timeseries(
-                f"{m.title.capitalize()}: drop below baseline",
+                f"Failing {m.title}: share of answers (± 95 %)",
                 [
-                    target(
-                        f'ragmon:score_ratio:mean{B}{{{SP}, metric="{m.name}"}}\n'
-                        f'- ragmon:score_ratio:mean{W}{{{SP}, metric="{m.name}"}}',
-                        "{{service}}/{{pipeline}} ({{judge}})",
-                        "A",
-                    )
+                    target(f"ragmon:failing_share:ratio{W}{{{sel}}}", "{{service}}/{{pipeline}} ({{judge}})", "A"),
+                    target(f"ragmon:failing_share:ratio{W}{{{sel}}} + ragmon:failing_share:ci95_{W}{{{sel}}}",
+                           "upper 95 %", "B"),
+                    target(f"clamp_min(ragmon:failing_share:ratio{W}{{{sel}}}"
+                           f" - ragmon:failing_share:ci95_{W}{{{sel}}}, 0)", "lower 95 %", "C"),
                 ],
-                unit="none",
-                steps=((None, "green"), (R.DROP_WARNING, "orange"), (R.DROP_CRITICAL, "red")),
-                desc=f"{B} mean minus {W} mean. Dashed lines: Ragmon{m.alert}Drop warning and critical "
-                f"(also needs the drop to be significant, z > {R.DROP_Z:g}, and {R.MIN_SCORED_WINDOW} scored "
-                f"traces in {W}).",
+                unit="percentunit",
+                minmax=(0, 1),
+                desc=f"Estimated share of answers failing {m.title} in the last {W} (score below the metric's "
+                "threshold), corrected for the judge's measured error rates (ragmon_judge_sensitivity_ratio / "
+                "_specificity_ratio, Rogan-Gladen) where the judge exports them, else the flagged share as it is. "
+                f"Ragmon{m.alert}Drop pages when it rises by {R.DROP_WARNING:g} (warning) / {R.DROP_CRITICAL:g} "
+                f"(critical) on the same hour of the past {R.SEASONAL_DAYS} days, significantly.",
             ),
             8,
             6,
         )
     lay.add(
         timeseries(
-            f"Drop significance (Welch z, {W} vs {B})",
-            [target(f"ragmon:score_ratio:drop_z{W}{{{SP}}}", "{{service}}/{{pipeline}} {{metric}} ({{judge}})", "A")],
+            f"Rise of the failing share: z ({W} vs the same hour of {R.SEASONAL_DAYS} days)",
+            [target(f"ragmon:score_failures:rise_z{W}{{{SP}}}",
+                    "{{service}}/{{pipeline}} {{metric}} ({{judge}})", "A")],
             unit="none",
             steps=((None, "transparent"), (R.DROP_Z, "orange")),
-            desc=f"How many standard errors the {W} mean lies below the {B} mean, from the scores' variance and "
-            f"counts (Welch). Noise stays below the dashed line ({R.DROP_Z:g}, two-sided alpha {R.DROP_ALPHA:g}); "
-            "a drop alert needs both this and the drop size.",
+            desc=f"Two-proportion z of the failing share's rise in the last {W} against the same hour of the past "
+            f"{R.SEASONAL_DAYS} days. Noise stays below the dashed line ({R.DROP_Z:g}, one-sided alpha "
+            f"{R.DROP_ALPHA:.2g}: half a false page per pipeline per 30 days over every hourly window and metric); "
+            "a drop alert needs both this and the minimum effect.",
         ),
         24,
         6,
