@@ -118,8 +118,9 @@ def test_required_panels_exemplars_and_thresholds() -> None:
         assert any(t["exemplar"] for t in mean["targets"]), f"{metric}: exemplars on"
         assert mean["fieldConfig"]["defaults"]["custom"]["thresholdsStyle"]["mode"] != "off"
         assert by_title[f"{metric} distribution"]["type"] == "heatmap"
-        drop = by_title[f"{metric}: drop below baseline"]
-        assert [s["value"] for s in drop["fieldConfig"]["defaults"]["thresholds"]["steps"]][1:] == [0.05, 0.08]
+        share = by_title[f"Failing {metric.lower()}: share of answers (± 95 %)"]
+        share_exprs = " ".join(t["expr"] for t in share["targets"])
+        assert "ragmon:failing_share:ratio1h" in share_exprs and "ragmon:failing_share:ci95_1h" in share_exprs
     latency = by_title["Retrieval latency P95 / P50"]
     assert 0.5 in [s["value"] for s in latency["fieldConfig"]["defaults"]["thresholds"]["steps"]]
     exprs = " ".join(t["expr"] for p in panels() for t in p["targets"])
@@ -158,7 +159,7 @@ def test_quality_panels_read_the_rate_stream_and_priority_has_its_own() -> None:
     assert "ragmon_sample_rate_ratio" in by_title["Judging rate per pipeline"]["targets"][0]["expr"]
     detectable = " ".join(t["expr"] for t in by_title["Detectable drop per pipeline"]["targets"])
     assert "ragmon_detectable_drop_ratio" in detectable and "ragmon_detect_target_drop_ratio" in detectable
-    z = by_title["Drop significance (Welch z, 1h vs 7d)"]
-    assert [s["value"] for s in z["fieldConfig"]["defaults"]["thresholds"]["steps"]][1:] == [1.96]
+    z = by_title["Rise of the failing share: z (1h vs the same hour of 7 days)"]
+    assert [s["value"] for s in z["fieldConfig"]["defaults"]["thresholds"]["steps"]][1:] == [3.5]
     annotations = {a["name"]: a for a in load()["annotations"]["list"]}
     assert "ragmon_release_info" in annotations["ragmon releases"]["expr"]
