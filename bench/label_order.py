@@ -10,12 +10,15 @@ measure on the same rows.
 
 - faithfulness (RAGTruth QA, summaries, data-to-text): the pool's rows are ordered the way ``ragmon
   dataset label --mode judge`` offers them (``datasets.label_order.fit_order``: nearest the threshold
-  first, every third pick spread over the score range, strata = (generator as the pipeline, the
-  shipped verdict) taking turns) and the first 100 labelled; against 100 and 200 drawn at random
-  (``--draws`` each). Also: nearest-the-threshold only (no spread), and the whole pool.
+  first, the generator standing in for the pipeline, generators taking turns) and the first 50, 100,
+  200 labelled; against 50, 100 and 200 drawn at random (``--draws`` each). Also: verdicts taking
+  turns too (the shipped verdict, faithfulness < 0.5, as a second stratum: not chosen), and the
+  whole pool.
 - answer relevancy: WikiQA sentences read as answers (label: the sentence answers the question).
-- context relevance: WikiQA sentences as the contexts of one trace (per-context labels); the refit
-  is the threshold (``calibration.fit.fit_context``'s rule), so AUC does not move, balanced accuracy does.
+- context relevance: WikiQA sentences as the contexts of one trace (per-context labels), and HotpotQA's
+  ten paragraphs per question (2 gold, 8 distractors; a domain the context model never saw); the
+  two refits ``calibration.fit.fit_context`` chooses between: the threshold (AUC does not move,
+  balanced accuracy does) and weights over the shipped logit and the context features.
 
 Caveat: the shipped coefficients were fitted on these dev sets (docs/judges.md), so the *default*
 column is in-sample for the shipped model and flatters it; the refits are all held out.
@@ -42,6 +45,7 @@ sys.path.insert(0, str(ROOT))
 from ragmon.calibration import stats  # noqa: E402
 from ragmon.calibration.dataset import LabelledRow, read_rows  # noqa: E402
 from ragmon.calibration.fit import (  # noqa: E402
+    Logistic,
     RowFeatures,
     _context_threshold,
     _shift,
@@ -51,6 +55,7 @@ from ragmon.calibration.fit import (  # noqa: E402
 )
 from ragmon.datasets.label_order import fit_order  # noqa: E402
 from ragmon.scoring.local import LocalJudge  # noqa: E402
+from ragmon.scoring.local import model as local_model  # noqa: E402
 from ragmon.scoring.local._profile import JUDGE_VERSION  # noqa: E402
 
 CACHE = ROOT / ".cache"
@@ -96,21 +101,22 @@ def mean(pairs: list[tuple[float, float] | None]) -> tuple[float, float, int]:
     return float(np.mean([p[0] for p in good])), float(np.mean([p[1] for p in good])), len(good)
 
 
-def label_order(pool: list[tuple[RowFeatures, dict[str, Any]]], spread: int) -> list[RowFeatures]:
+def label_order(pool: list[tuple[RowFeatures, dict[str, Any]]], verdicts: bool = False) -> list[RowFeatures]:
     """The pool as ``ragmon dataset label --mode judge`` offers it: the generator stands in for the
-    pipeline, the shipped verdict for the diagnosis verdict."""
+    pipeline; ``verdicts``: the shipped verdict takes turns too (the variant not chosen)."""
     indexed = list(enumerate(pool))
     ranked = fit_order(
         indexed, scores_of=lambda c: {"faithfulness": c[1][0].faith_default},
-        stratum_of=lambda c: (str(c[1][1].get("generator")), c[1][0].faith_default < 0.5),
-        id_of=lambda c: f"{c[1][0].group}:{c[0]}", spread_every=spread)
+        stratum_of=lambda c: (str(c[1][1].get("generator")), verdicts and c[1][0].faith_default < 0.5),
+        id_of=lambda c: f"{c[1][0].group}:{c[0]}")
     return [c[1][0] for c in ranked]
 
 
 def faithfulness(feats: list[RowFeatures], metas: list[dict[str, Any]], splits: int, draws: int) -> dict[str, Any]:
     use = [(r, m) for r, m in zip(feats, metas, strict=True) if r.faithful is not None and r.faith is not None]
     results: dict[str, list[tuple[float, float] | None]] = {k: [] for k in (
-        "default", "pool", "random100", "random200", "ordered100", "ordered200", "nearest100")}
+        "default", "pool", "random50", "random100", "random200", "ordered50", "ordered100", "ordered200",
+        "ordered_verdicts100")}
     pool_sizes = []
     for seed in range(splits):
         side = halves([r.group for r, _ in use], seed)
@@ -121,16 +127,16 @@ def faithfulness(feats: list[RowFeatures], metas: list[dict[str, Any]], splits: 
             results["default"].append(default_score("faithfulness", test))
             results["pool"].append(score("faithfulness", [r for r, _ in pool], test))
             rng = np.random.default_rng(1000 * seed + a)
-            for n in (100, 200):
+            for n in (50, 100, 200):
                 for _ in range(draws):
                     pick = rng.choice(len(pool), min(n, len(pool)), replace=False)
                     results[f"random{n}"].append(score("faithfulness", [pool[i][0] for i in pick], test))
-
-            ordered, nearest = label_order(pool, 3), label_order(pool, 0)
-            results["ordered100"].append(score("faithfulness", ordered[:100], test))
-            results["ordered200"].append(score("faithfulness", ordered[:200], test))
-            results["nearest100"].append(score("faithfulness", nearest[:100], test))
-    out = {k: dict(zip(("balanced_accuracy", "auc", "fits"), mean(v), strict=True)) for k, v in results.items()}
+            ordered = label_order(pool)
+            for n in (50, 100, 200):
+                results[f"ordered{n}"].append(score("faithfulness", ordered[:n], test))
+            results["ordered_verdicts100"].append(score("faithfulness", label_order(pool, verdicts=True)[:100], test))
+    out: dict[str, Any] = {k: dict(zip(("balanced_accuracy", "auc", "fits"), mean(v), strict=True))
+                           for k, v in results.items()}
     out["rows"] = len(use)
     out["pool_rows_mean"] = float(np.mean(pool_sizes))
     return out
@@ -157,7 +163,10 @@ def answer_relevancy(feats: list[RowFeatures], splits: int, draws: int) -> dict[
 
 def context_relevance(feats: list[RowFeatures], splits: int) -> dict[str, Any]:
     use = [r for r in feats if r.context_labels is not None and r.context_raw is not None]
-    res: dict[str, list[tuple[float, float] | None]] = {"default": [], "pool": [], "rows20": []}
+    # the two refits --fit chooses between, from the whole pool and from only 20 of its rows
+    res: dict[str, list[tuple[float, float] | None]] = {k: [] for k in (
+        "default", "threshold", "threshold_rows20", "weights", "weights_rows20")}
+    names = list(local_model.CONTEXT_PROFILE_FEATURES)
     thresholds = []
 
     def flat(rows: list[RowFeatures], what: str) -> np.ndarray:
@@ -171,10 +180,15 @@ def context_relevance(feats: list[RowFeatures], splits: int) -> dict[str, Any]:
             yt, raw_t = flat(test, "context_labels"), flat(test, "context_raw")
             d = flat(test, "context_default")
             res["default"].append((stats.balanced_accuracy(stats.confusion(yt, d, 0.5)), stats.roc_auc(yt, d)))
-            for key, rows in (("pool", pool), ("rows20", pool[:20])):
+            for key, rows in (("threshold", pool), ("threshold_rows20", pool[:20])):
                 t = _context_threshold(flat(rows, "context_labels"), flat(rows, "context_raw"))
                 thresholds.append(t)
                 p = _shift(raw_t, t)
+                res[key].append((stats.balanced_accuracy(stats.confusion(yt, p, 0.5)), stats.roc_auc(yt, p)))
+            for key, rows in (("weights", pool), ("weights_rows20", pool[:20])):
+                x = np.array([[f[n] for n in names] for r in rows for f in r.context_x or ()])
+                model = Logistic(names).fit(x, flat(rows, "context_labels"))
+                p = model.predict(np.array([[f[n] for n in names] for r in test for f in r.context_x or ()]))
                 res[key].append((stats.balanced_accuracy(stats.confusion(yt, p, 0.5)), stats.roc_auc(yt, p)))
     out = {k: dict(zip(("balanced_accuracy", "auc", "fits"), mean(v), strict=True)) for k, v in res.items()}
     out["rows"] = len(use)
@@ -195,11 +209,28 @@ def wikiqa_as_answers(data: Path, tmp: Path) -> Path:
     return out
 
 
+def hotpotqa_contexts(data: Path, tmp: Path) -> Path:
+    """HotpotQA (distractor setting) as context-relevance rows: the ten paragraphs of a question are its
+    contexts, the two gold paragraphs (supporting_facts) relevant, the eight distractors not — a
+    domain the context model was not fitted on (it was fitted on WikiQA)."""
+    out = tmp / "hotpotqa_contexts.jsonl"
+    items = json.loads((data / "retrieval" / "hotpotqa_dev_103.json").read_text(encoding="utf-8"))
+    with out.open("w", encoding="utf-8") as fh:
+        for item in items:
+            gold = {title for title, _ in item["supporting_facts"]}
+            contexts = [f"{title}: " + "".join(sentences).strip() for title, sentences in item["context"]]
+            labels = [int(title in gold) for title, _ in item["context"]]
+            fh.write(json.dumps({"id": item["_id"], "question": item["question"], "contexts": contexts,
+                                 "answer": None, "labels": {"context_relevant": int(any(labels))},
+                                 "meta": {"context_labels": labels, "source_id": item["_id"]}}) + "\n")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "benchdata")
-    parser.add_argument("--splits", type=int, default=5)
-    parser.add_argument("--draws", type=int, default=10)
+    parser.add_argument("--splits", type=int, default=12)
+    parser.add_argument("--draws", type=int, default=4)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     judge = LocalJudge()
@@ -212,6 +243,9 @@ def main(argv: list[str] | None = None) -> int:
     report["wikiqa_as_answer|answer_relevancy"] = answer_relevancy(feats, args.splits, args.draws)
     feats, _ = features(judge, args.data / "wikiqa_ranked_dev.jsonl", "wikiqa")
     report["wikiqa|context_relevance"] = context_relevance(feats, args.splits)
+    with tempfile.TemporaryDirectory() as tmp:
+        feats, _ = features(judge, hotpotqa_contexts(args.data, Path(tmp)), "hotpotqa_contexts")
+    report["hotpotqa|context_relevance"] = context_relevance(feats, args.splits)
     print(json.dumps(report, indent=1))
     if args.json:
         args.json.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")

@@ -9,10 +9,11 @@ the default against the refit, their difference with a paired bootstrap interval
 learning curve (the refit trained on 25, 50, 100, ... rows of each training part). Pure
 numpy; the rows' features come from the judge passed in.
 
-Context relevance (rows with ``meta.context_labels``) gets its threshold fitted: the raw relevance
-probability above which a context counts as relevant, chosen for the best balanced accuracy over
-the labelled contexts of the training folds (the ranking, hence AUC and MAP, does not change; the
-verdicts, hence context precision, do). Out of fold like the others, grouped by row.
+Context relevance (rows with ``meta.context_labels``, per context): either its threshold — the raw
+relevance probability above which a context counts as relevant, chosen for the best balanced
+accuracy on the training folds (the ranking, hence AUC and MAP, stays the shipped one) — or a
+logistic model over the shipped logit and the context features (which can fix the ranking), the
+one with the better out-of-fold balanced accuracy. Out of fold like the others, grouped by row.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ class RowFeatures:
     context_labels: tuple[int, ...] | None = None
     context_raw: list[float] | None = None  # raw P(relevant) per context (no threshold shift)
     context_default: list[float] | None = None  # the shipped relevance per context
+    context_x: list[dict[str, float]] | None = None  # per context: the shipped logit and the features
 
 
 def label_of(metric: str, r: RowFeatures) -> int | None:
@@ -100,6 +102,8 @@ def row_features(judge: LocalJudge, row: LabelledRow) -> RowFeatures:
         out.context_labels = row.context_labels
         out.context_raw = [local_model.context_relevance(f, 0.5) for f in analysis.context_features]
         out.context_default = [float(v) for v in details.get("context_relevance") or []]
+        out.context_x = [{**{n: float(f[n]) for n in local_model.CONTEXT_FEATURES}, "shipped_logit": _logit(p)}
+                         for f, p in zip(analysis.context_features, out.context_raw, strict=True)]
     return out
 
 
@@ -179,7 +183,8 @@ class MetricFit:
     gain_ci95: tuple[float, float]
     curve: list[dict[str, float]]
     weights: dict[str, float]  # raw weights over the judge's features (shipped_logit expanded)
-    threshold: float | None = None  # context relevance: the fitted raw-probability cut
+    threshold: float | None = None  # context relevance: the fitted raw-probability cut ...
+    note: str = ""  # ... or weights: which, and why
 
 
 def _expand(raw: dict[str, float], shipped: dict[str, float], shipped_shift: float) -> dict[str, float]:
@@ -290,21 +295,26 @@ def _shift(raw: np.ndarray, t: float) -> np.ndarray:
 
 
 def fit_context(rows: Sequence[RowFeatures], boot: int, seed: int) -> MetricFit:
-    """Context relevance: the threshold on the raw relevance probability, out of fold (grouped)."""
+    """Context relevance, out of fold (grouped by row): the threshold on the raw relevance probability,
+    or a logistic model over the shipped logit and the context features — whichever has the better
+    out-of-fold balanced accuracy (the threshold keeps the shipped ranking; the weights can fix it)."""
     use = [r for r in rows if r.context_labels is not None and r.context_raw is not None
-           and r.context_default is not None and len(r.context_raw) == len(r.context_labels)]
+           and r.context_default is not None and r.context_x is not None
+           and len(r.context_raw) == len(r.context_labels)]
     y = np.array([v for r in use for v in r.context_labels or ()], dtype=np.int64)
     n_fail, n_good = int((y == 0).sum()), int((y == 1).sum())
     if len(use) < MIN_CONTEXT_ROWS or min(n_fail, n_good) < MIN_PER_CLASS:
         raise TooFewLabels(
             f"context_relevance: {len(use)} rows with meta.context_labels ({n_fail} irrelevant, {n_good} relevant "
             f"contexts); --fit needs at least {MIN_CONTEXT_ROWS} rows with {MIN_PER_CLASS} contexts of each class")
+    names = list(local_model.CONTEXT_PROFILE_FEATURES)
     raw = np.array([v for r in use for v in r.context_raw or ()], dtype=np.float64)
+    x = np.array([[f[n] for n in names] for r in use for f in r.context_x or ()], dtype=np.float64)
     default = np.array([v for r in use for v in r.context_default or ()], dtype=np.float64)
     row_of = np.array([i for i, r in enumerate(use) for _ in r.context_labels or ()])
     fold = np.array([_fold(r.group, seed) for r in use])[row_of]
 
-    def oof(limit: int | None, rep: int) -> np.ndarray:
+    def oof(limit: int | None, rep: int, weights: bool) -> np.ndarray:
         pred = np.full(len(y), np.nan)
         for k in range(FOLDS):
             train_rows = np.unique(row_of[fold != k])
@@ -315,17 +325,24 @@ def fit_context(rows: Sequence[RowFeatures], boot: int, seed: int) -> MetricFit:
             train = np.isin(row_of, train_rows)
             if (y[train] == 0).sum() < 2 or (y[train] == 1).sum() < 2:
                 continue
-            pred[fold == k] = _shift(raw[fold == k], _context_threshold(y[train], raw[train]))
+            if weights:
+                pred[fold == k] = Logistic(names).fit(x[train], y[train].astype(float)).predict(x[fold == k])
+            else:
+                pred[fold == k] = _shift(raw[fold == k], _context_threshold(y[train], raw[train]))
         return pred
 
-    refit = oof(None, 0)
+    by_threshold, by_weights = oof(None, 0, False), oof(None, 0, True)
+    ba_t = _ba(y[~np.isnan(by_threshold)], by_threshold[~np.isnan(by_threshold)])
+    ba_w = _ba(y[~np.isnan(by_weights)], by_weights[~np.isnan(by_weights)])
+    use_weights = ba_w > ba_t
+    refit = by_weights if use_weights else by_threshold
     ok = ~np.isnan(refit)
     curve = []
     train_size = int(len(use) * (FOLDS - 1) / FOLDS)
     for size in [s for s in CURVE_SIZES if s < train_size] + [train_size]:
         bas = []
         for rep in range(3 if size < train_size else 1):
-            p = oof(size if size < train_size else None, rep)
+            p = oof(size if size < train_size else None, rep, use_weights)
             good = ~np.isnan(p)
             if good.sum() and len(set(y[good])) == 2:
                 bas.append(_ba(y[good], p[good]))
@@ -337,8 +354,14 @@ def fit_context(rows: Sequence[RowFeatures], boot: int, seed: int) -> MetricFit:
         return {"auc": stats.roc_auc(y[ok], s[ok]), "balanced_accuracy": _ba(y[ok], s[ok]),
                 "best_balanced_accuracy": stats.best_threshold(y[ok], s[ok])[1]}
 
-    return MetricFit("context_relevance", len(use), n_fail, summary(default), summary(refit), (lo, hi), curve,
-                     {}, threshold=_context_threshold(y, raw))
+    chosen = "weights over the shipped logit and the context features" if use_weights else "the threshold"
+    note = (f"context_relevance: refit = {chosen} (out-of-fold balanced accuracy: weights {ba_w:.3f}, "
+            f"threshold only {ba_t:.3f}; chosen on these folds)")
+    if use_weights:
+        return MetricFit("context_relevance", len(y), n_fail, summary(default), summary(refit), (lo, hi), curve,
+                         Logistic(names).fit(x, y.astype(float)).raw_weights(), note=note)
+    return MetricFit("context_relevance", len(y), n_fail, summary(default), summary(refit), (lo, hi), curve,
+                     {}, threshold=_context_threshold(y, raw), note=note)
 
 
 def fit_profile(
@@ -378,6 +401,7 @@ def fit_profile(
         faithfulness_weights=by["faithfulness"].weights if "faithfulness" in by else None,
         relevancy_weights=by["answer_relevancy"].weights if "answer_relevancy" in by else None,
         context_threshold=by["context_relevance"].threshold if "context_relevance" in by else None,
+        context_weights=by["context_relevance"].weights or None if "context_relevance" in by else None,
         source="fitted",
         meta=meta,
     )
@@ -386,7 +410,7 @@ def fit_profile(
 
 def format_fits(fits: Sequence[MetricFit]) -> str:
     lines = ["out of fold (5 folds grouped by meta.source_id), failure = score < 0.5 "
-             "(context_relevance: per labelled context, its threshold fitted):",
+             "(context_relevance: per labelled context):",
              f"{'metric':18s} {'n (fail)':>10s} {'AUC default':>11s} {'AUC refit':>9s} {'BA default':>10s} "
              f"{'BA refit':>8s}  gain [95% CI]"]
     for f in fits:
@@ -403,6 +427,8 @@ def format_fits(fits: Sequence[MetricFit]) -> str:
         curve = ", ".join(f"{c['train_rows']}: {c['balanced_accuracy']:.3f}" for c in f.curve)
         lines.append(f"learning curve, {f.metric} (training rows: balanced accuracy): {curve}")
     for f in fits:
+        if f.note:
+            lines.append(f.note)
         if f.threshold is not None:
             lines.append(f"{f.metric}: a context counts as relevant from raw probability {f.threshold:.3f} on "
                          "(the shipped cut applies when the profile has none)")

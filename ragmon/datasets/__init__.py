@@ -18,7 +18,7 @@
 * :mod:`.judge_label` — ``ragmon dataset label --mode judge``: faithful / answers the question /
   relevant contexts, written in the calibration format ``ragmon calibrate --fit`` reads.
 * :mod:`.label_order` — the order candidates are offered in for a fit: scores near the threshold
-  first, spread over pipelines and verdicts.
+  first, pipelines taking turns.
 """
 
 from __future__ import annotations

@@ -124,7 +124,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        "the calibration format ragmon calibrate --fit reads")
     label.add_argument("--order", choices=("fit", "file"), default=None,
                        help="fit: the traces whose labels help a fit most first (scores near the threshold, "
-                       "pipelines and verdicts taking turns; default with --mode judge); file: as in the file")
+                       "pipelines taking turns; default with --mode judge); file: as in the file")
     label.add_argument("--answers", type=Path, default=None, metavar="FILE",
                        help="read the answers from FILE, one per line as they would be typed, instead of the "
                        "terminal (scripted runs); at its end the labelling stops and can be resumed")

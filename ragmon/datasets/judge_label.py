@@ -12,8 +12,8 @@ state file makes the same command resume. Each row is appended at once, in the c
      "meta": {"context_labels": [1 | 0, ...], "source_id": trace id, "pipeline", "verdict", "judge_scores", ...}}
 
 ``context_relevant`` is 1 when any context is relevant. Candidates come in the order that helps a
-fit most (``label_order.fit_order``: scores near the threshold first, pipelines and verdicts taking
-turns), unless ``--order file``. ``--answers FILE`` reads the answers from a file (one per line, as
+fit most (``label_order.fit_order``: scores near the threshold first, pipelines taking turns),
+unless ``--order file``. ``--answers FILE`` reads the answers from a file (one per line, as
 typed) instead of the terminal: for scripted runs.
 """
 
@@ -42,7 +42,7 @@ def order_candidates(candidates: Sequence[GoldenRow], threshold: float = 0.5) ->
         return value if isinstance(value, Mapping) else {}
 
     return fit_order(candidates, scores_of=scores, id_of=lambda c: c.id, threshold=threshold,
-                     stratum_of=lambda c: (str(c.meta.get("pipeline") or ""), str(c.meta.get("verdict") or "")))
+                     stratum_of=lambda c: str(c.meta.get("pipeline") or ""))
 
 
 class JudgeLabeller(Labeller):

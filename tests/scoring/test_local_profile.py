@@ -108,3 +108,26 @@ def test_malformed_profiles_are_refused(tmp_path: Path, content: str, needle: st
     path.write_text(content, encoding="utf-8")
     with pytest.raises(ConfigError, match=needle):
         load_profile(path)
+
+
+def test_context_weights_round_trip_and_replace_the_shipped_relevance(tmp_path: Path) -> None:
+    from ragmon.scoring.local import model as local_model
+
+    weights = {"bias": -2.0, "shipped_logit": 0.5, "question_coverage": 5.0, "length": -0.1}
+    path = tmp_path / "ctx.json"
+    save_profile(JudgeProfile(context_weights=weights, meta={"name": "ctx"}), path)
+    loaded = load_profile(path)
+    assert dict(loaded.context_weights or {}) == weights and loaded.context_threshold is None
+    question = "How many public parks does Lyon have?"
+    contexts = ["Lyon has 12 public parks, most of them in the old town.",
+                "The Porto football club plays in blue and white."]
+    judge, default = LocalJudge(profile=path), LocalJudge()
+    features = judge.analyse(question, contexts, None).context_features
+    expected = [round(local_model.context_relevance(f, weights=weights), 3) for f in features]
+    got = judge.score_sync(question, contexts, None).details["context_relevance"]
+    assert got == expected
+    assert got != default.score_sync(question, contexts, None).details["context_relevance"]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({**JudgeProfile().to_json(), "context_relevance": {"weights": {"nope": 1.0}}}))
+    with pytest.raises(ConfigError, match="unknown features"):
+        load_profile(bad)

@@ -134,7 +134,8 @@ def _context_precision(
     threshold = profile.context_threshold
     if threshold is None and len(features) == 1:
         threshold = coef.CONTEXT_THRESHOLD_SINGLE  # nothing to compare with: the absolute scale
-    relevance = [local_model.context_relevance(f, threshold) for f in features]
+    weights = dict(profile.context_weights) if profile.context_weights is not None else None
+    relevance = [local_model.context_relevance(f, threshold, weights) for f in features]
     verdicts = [r >= local_model.CONTEXT_RELEVANT_THRESHOLD for r in relevance]
     details["context_relevance"] = [round(r, 3) for r in relevance]
     irrelevant = [i for i, v in enumerate(verdicts) if not v]

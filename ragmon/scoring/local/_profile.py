@@ -2,7 +2,7 @@
 
 The shipped coefficients (``coefficients``) are the default profile. ``ragmon calibrate
 FILE --fit PROFILE.json`` fits the faithfulness and answer-relevancy combinations (and the
-context-relevance threshold) to a user's labelled rows and writes them as JSON; ``ragmon agent
+context-relevance threshold or weights) to a user's labelled rows and writes them as JSON; ``ragmon agent
 --judge-profile``, ``ragmon eval --judge-profile`` and ``ragmon calibrate --judge-profile`` load
 one. A profile is only meaningful for the features it was fitted on, so it records the judge
 version and a profile for another version is refused.
@@ -42,6 +42,7 @@ class JudgeProfile:
     faithfulness_threshold: float = 0.5
     relevancy_threshold: float = 0.5
     context_threshold: float | None = None  # None: the shipped one
+    context_weights: Mapping[str, float] | None = None  # over CONTEXT_PROFILE_FEATURES; replaces the threshold
     version: str = JUDGE_VERSION
     source: str = DEFAULT_SOURCE  # where it came from: the file it was read from
     meta: Mapping[str, Any] = field(default_factory=dict)
@@ -65,7 +66,8 @@ class JudgeProfile:
                              "threshold": self.faithfulness_threshold},
             "answer_relevancy": {"weights": dict(self.relevancy_weights or {}) or None,
                                  "threshold": self.relevancy_threshold},
-            "context_relevance": {"threshold": self.context_threshold},
+            "context_relevance": {"threshold": self.context_threshold,
+                                  "weights": dict(self.context_weights or {}) or None},
             "meta": dict(self.meta),
         }
 
@@ -128,6 +130,8 @@ def load_profile(path: str | Path, setting: str = "judge_profile") -> JudgeProfi
             faithfulness_threshold=_threshold(faith, "faithfulness", 0.5) or 0.5,
             relevancy_threshold=_threshold(rel, "answer_relevancy", 0.5) or 0.5,
             context_threshold=_threshold(ctx, "context_relevance", None),
+            context_weights=_weights(ctx.get("weights"), set(local_model.CONTEXT_PROFILE_FEATURES),
+                                     "context_relevance"),
             version=version,
             source=str(p),
             meta=data.get("meta") or {},

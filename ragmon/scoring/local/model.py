@@ -392,7 +392,16 @@ def context_features(question_text: str, question: TextFacts, contexts: Sequence
     return raw
 
 
-def context_relevance(f: ContextFeatures, threshold: float | None = None) -> float:
-    """P(answers the question) x P(on topic at all), centred so that 0.5 is the threshold."""
+# a profile's context weights (``ragmon calibrate --fit``) sit on top of the shipped model: its logit
+# is one more feature, so a few labels recalibrate it and more re-weigh the evidence
+CONTEXT_PROFILE_FEATURES = ["shipped_logit", *CONTEXT_FEATURES]
+
+
+def context_relevance(f: ContextFeatures, threshold: float | None = None,
+                      weights: dict[str, float] | None = None) -> float:
+    """P(answers the question) x P(on topic at all), centred so that 0.5 is the threshold; with a
+    profile's ``weights``, the fitted model over the shipped logit and the features instead."""
     p = _sigmoid(_linear(coef.CONTEXT_WEIGHTS, f)) * _sigmoid(_linear(coef.TOPIC_WEIGHTS, f))
+    if weights is not None:
+        return _sigmoid(_linear(weights, {**f, "shipped_logit": _logit(p)}))
     return _sigmoid(_logit(p) - _logit(coef.CONTEXT_THRESHOLD if threshold is None else threshold))
