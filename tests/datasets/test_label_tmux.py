@@ -149,7 +149,7 @@ def test_judge_mode_in_a_real_terminal(terminal: Terminal, tmp_path: Path) -> No
     command = f"{sys.executable} -m ragmon dataset label {candidates} --mode judge --out {labels}"
 
     terminal.start(command)
-    screen = terminal.wait_for("faithful?")
+    screen = terminal.wait_for("faithful?", timeout=90)  # the interpreter's start on a loaded machine
     assert "case 2?" in screen and "0.52" not in screen  # nearest the threshold first; scores not shown
     assert "[2] kb-12  Policy text 1 for case 2." in screen
     terminal.type("maybe")
@@ -167,7 +167,7 @@ def test_judge_mode_in_a_real_terminal(terminal: Terminal, tmp_path: Path) -> No
 
     terminal.kill()
     terminal.start(command)
-    screen = terminal.wait_for("faithful?")
+    screen = terminal.wait_for("faithful?", timeout=90)  # the interpreter's start on a loaded machine
     assert "3 candidate(s), 2 to label, 1 already done" in screen
     terminal.type("?")
     terminal.wait_for("answers the question?")
