@@ -9,7 +9,7 @@ other, then the halves swap; ``--splits`` cuts, both directions, means reported.
 measure on the same rows.
 
 - faithfulness (RAGTruth QA, summaries, data-to-text): the pool's rows are ordered the way ``ragmon
-  dataset label --mode judge`` offers them (``datasets.label_order.fit_order``: nearest the threshold
+  dataset label --mode judge`` offers them (``calibration.label_order.fit_order``: nearest the threshold
   first, the generator standing in for the pipeline, generators taking turns) and the first 50, 100,
   200 labelled; against 50, 100 and 200 drawn at random (``--draws`` each). Also: verdicts taking
   turns too (the shipped verdict, faithfulness < 0.5, as a second stratum: not chosen), and the
@@ -53,7 +53,7 @@ from ragmon.calibration.fit import (  # noqa: E402
     row_features,
     train_model,
 )
-from ragmon.datasets.label_order import fit_order  # noqa: E402
+from ragmon.calibration.label_order import fit_order  # noqa: E402
 from ragmon.scoring.local import LocalJudge  # noqa: E402
 from ragmon.scoring.local import model as local_model  # noqa: E402
 from ragmon.scoring.local._profile import JUDGE_VERSION  # noqa: E402

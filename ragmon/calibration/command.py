@@ -49,7 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--concurrency", type=int, default=4, help="rows scored at once (default 4)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     parser.add_argument("--fit", type=Path, default=None, metavar="PROFILE.json",
-                        help="fit the local judge to these labels (cross-validated) and write a judge profile")
+                        help="fit the local judge to these labels (faithfulness, answer relevancy, context "
+                        "relevance; cross-validated) and write a judge profile")
     parser.add_argument("--profile-name", default=None, metavar="NAME",
                         help="--fit: the profile's name, shown by the agent as ragmon_judge_info{profile} and on "
                         "the dashboard (default: the profile file's stem)")

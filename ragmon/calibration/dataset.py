@@ -32,6 +32,7 @@ class LabelledRow:
     labels: dict[str, int | None]
     context_labels: tuple[int, ...] | None  # per context, same order as ``contexts``
     group: str | None = None  # meta.source_id: rows of one source stay in one cross-validation fold
+    pipeline: str | None = None  # meta.pipeline: the label order's strata (label_order)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +119,7 @@ def parse_row(text: str, line: int) -> LabelledRow:
         labels=labels,
         context_labels=context_labels,
         group=str(meta["source_id"]) if meta.get("source_id") is not None else None,
+        pipeline=str(meta["pipeline"]) if meta.get("pipeline") is not None else None,
     )
 
 

@@ -6,7 +6,8 @@ classes weighted equally (so 0.5 stays the balanced cut): with few labels it sta
 recalibration of the default, with more it re-weights the evidence. Everything reported is out
 of fold (5 folds grouped by ``meta.source_id`` when rows have one): balanced accuracy and AUC of
 the default against the refit, their difference with a paired bootstrap interval, and a
-learning curve (the refit trained on 25, 50, 100, ... rows of each training part). Pure
+learning curve (the refit trained on 25, 50, 100, ... random rows of each training part, and on the
+first 25, 50, 100, ... in the order ``ragmon dataset label --mode judge`` offers them). Pure
 numpy; the rows' features come from the judge passed in.
 
 Context relevance (rows with ``meta.context_labels``, per context): either its threshold — the raw
@@ -31,6 +32,7 @@ from ..scoring.local import coefficients as coef
 from ..scoring.local import model as local_model
 from . import stats
 from .dataset import LabelledRow
+from .label_order import fit_order
 
 MIN_ROWS = 40  # labelled rows per metric
 MIN_PER_CLASS = 10  # of each class
@@ -50,8 +52,9 @@ class TooFewLabels(ValueError):
 @dataclass
 class RowFeatures:
     group: str
-    faithful: int | None
-    relevant: int | None
+    pipeline: str | None = None
+    faithful: int | None = None
+    relevant: int | None = None
     faith: dict[str, float] | None = None
     faith_default: float | None = None
     relevancy: dict[str, float] | None = None
@@ -85,7 +88,7 @@ def row_features(judge: LocalJudge, row: LabelledRow) -> RowFeatures:
     analysis = judge.analyse(row.question, row.contexts, row.answer)
     details: dict[str, Any] = {}
     values = online_values(analysis, details)  # the shipped default, whatever profile the judge has
-    out = RowFeatures(group=row.group or row.id, faithful=row.labels.get("faithful"),
+    out = RowFeatures(group=row.group or row.id, pipeline=row.pipeline, faithful=row.labels.get("faithful"),
                       relevant=row.labels.get("answer_relevant"))
     faith = values.get("faithfulness")
     if faith is not None and analysis.evidence and analysis.n_contexts:
@@ -214,15 +217,22 @@ def fit_metric(
     default = np.array([default_of(metric, r) for r in use], float)
     capped = np.array([metric == "answer_relevancy" and r.abstained for r in use])
     fold = np.array([_fold(r.group, seed) for r in use])
+    # each row's place in the order `ragmon dataset label --mode judge` offers traces in, by the
+    # shipped score: the curve's "label order" column trains on the first n of each training part
+    place = np.empty(len(use), dtype=np.int64)
+    place[fit_order(list(range(len(use))), scores_of=lambda i: {metric: default[i]},
+                    stratum_of=lambda i: use[i].pipeline or "", id_of=lambda i: f"{use[i].group}:{i}")] = \
+        np.arange(len(use))
 
-    def oof(limit: int | None, rep: int) -> np.ndarray:
+    def oof(limit: int | None, rep: int, ordered: bool = False) -> np.ndarray:
         pred = np.full(len(use), np.nan)
         for k in range(FOLDS):
             train = np.flatnonzero((fold != k) & ~capped)
             if limit is not None:
                 if limit > len(train):
                     return pred
-                train = np.random.default_rng(seed + 97 * rep + k).choice(train, limit, replace=False)
+                train = (train[np.argsort(place[train], kind="stable")][:limit] if ordered else
+                         np.random.default_rng(seed + 97 * rep + k).choice(train, limit, replace=False))
             if (y[train] == 0).sum() < 2 or (y[train] == 1).sum() < 2:
                 continue
             model = Logistic(list(names)).fit(x[train], y[train].astype(float))
@@ -241,7 +251,13 @@ def fit_metric(
             if good.sum() and len(set(y[good])) == 2:
                 bas.append(_ba(y[good], p[good]))
         if bas:
-            curve.append({"train_rows": size, "balanced_accuracy": float(np.mean(bas))})
+            point = {"train_rows": size, "balanced_accuracy": float(np.mean(bas))}
+            if size < train_size:
+                p = oof(size, 0, ordered=True)
+                good = ~np.isnan(p)
+                if good.sum() and len(set(y[good])) == 2:
+                    point["label_order_balanced_accuracy"] = _ba(y[good], p[good])
+            curve.append(point)
     model = train_model(metric, use, names)
     lo, hi = _paired_ci(y[ok], default[ok], refit[ok], boot, seed)
 
@@ -426,6 +442,11 @@ def format_fits(fits: Sequence[MetricFit]) -> str:
     for f in fits:
         curve = ", ".join(f"{c['train_rows']}: {c['balanced_accuracy']:.3f}" for c in f.curve)
         lines.append(f"learning curve, {f.metric} (training rows: balanced accuracy): {curve}")
+        ordered = ", ".join(f"{c['train_rows']}: {c['label_order_balanced_accuracy']:.3f}" for c in f.curve
+                            if "label_order_balanced_accuracy" in c)
+        if ordered:
+            lines.append(f"  the first rows in label order (nearest the threshold, pipelines taking turns) "
+                         f"instead of random ones: {ordered}")
     for f in fits:
         if f.note:
             lines.append(f.note)

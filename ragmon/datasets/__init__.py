@@ -17,8 +17,7 @@
 * :mod:`.label` — ``ragmon dataset label``: terminal labelling that stops and resumes.
 * :mod:`.judge_label` — ``ragmon dataset label --mode judge``: faithful / answers the question /
   relevant contexts, written in the calibration format ``ragmon calibrate --fit`` reads.
-* :mod:`.label_order` — the order candidates are offered in for a fit: scores near the threshold
-  first, pipelines taking turns.
+  Candidates come in ``ragmon.calibration.label_order``'s order (scores near the threshold first).
 """
 
 from __future__ import annotations

@@ -25,9 +25,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..calibration.label_order import fit_order
 from ..evaluation.types import GoldenRow
 from .label import Labeller, SkipCandidate
-from .label_order import fit_order
 
 __all__ = ["JudgeLabeller", "order_candidates"]
 

@@ -147,6 +147,7 @@ async def test_harvest_label_fit_agent(tmp_path: Path, capsys: pytest.CaptureFix
     out = capsys.readouterr().out
     assert code == 0, out
     assert "learning curve, faithfulness" in out and "context_relevance" in out
+    assert "the first rows in label order (nearest the threshold, pipelines taking turns)" in out
     fitted = load_profile(profile)
     assert fitted.faithfulness_weights and fitted.relevancy_weights
     assert fitted.context_threshold is not None or fitted.context_weights

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from ragmon.calibration.label_order import uncertainty
 from ragmon.datasets.judge_label import order_candidates
-from ragmon.datasets.label_order import uncertainty
 from ragmon.evaluation.types import GoldenRow
 
 

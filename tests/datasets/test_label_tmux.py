@@ -165,8 +165,11 @@ def test_judge_mode_in_a_real_terminal(terminal: Terminal, tmp_path: Path) -> No
     screen = terminal.wait_for("<<exited>>")
     assert "stopped: 1 labelled, 0 skipped, 2 left" in screen
 
-    terminal.kill()
+    # resume in a second session opened before the first is closed: the tmux server never runs empty
+    # (an empty server exits, and a session started during its exit can be lost)
+    first_session, terminal.name = terminal.name, "label-resumed"
     terminal.start(command)
+    terminal.tmux("kill-session", "-t", first_session)
     screen = terminal.wait_for("faithful?", timeout=90)  # the interpreter's start on a loaded machine
     assert "3 candidate(s), 2 to label, 1 already done" in screen
     terminal.type("?")
