@@ -222,9 +222,12 @@ class TraceStepsMixin(LatencyOnlyMixin, AdmissionMixin):
             clamped = min(1.0, max(0.0, float(value)))
             m.score.labels(service, pipeline, judge_name, metric, stream).observe(clamped, exemplar=exemplar)
             m.score_squares.labels(service, pipeline, judge_name, metric, stream).inc(clamped * clamped)
+            # the child exists from the first score (at 0), so the failing share is 0, not absent, and
+            # increase() sees the first failure
+            failures = m.score_failures.labels(service, pipeline, judge_name, metric, stream)
             failing = failing_flags[metric] = is_failing(clamped, self._thresholds.get(metric))
             if failing:
-                m.score_failures.labels(service, pipeline, judge_name, metric, stream).inc()
+                failures.inc()
         if stream == sc.SAMPLE_STREAM_RATE:
             # the sampler sizes the sample for the alerts' test: failing shares, in the corrected unit
             self._power.observe_shares((service, pipeline), failing_flags, self._youden)

@@ -65,6 +65,17 @@ EMPTY_OK = {
     "ragmon_eval_": "pushed by `ragmon eval` via a Pushgateway; tests/evaluation/test_pushgateway_e2e.py checks them",
     "ragmon_detect_target_drop_ratio": "0 unless power-based sampling is on (--detect-drop); "
     "deploy/prometheus/tests/sampling_test.yml and tests/agent/test_sample_streams.py cover it",
+    "same_hour_7d": "the same hour of the past days: no value before a day of history; "
+    "deploy/prometheus/tests/failing_share_test.yml covers it over 8 days",
+    "[1h] offset 1d": "the same-hour baseline's own expression (see above)",
+    "pooled_share1h": "needs the same-hour baseline (see above)",
+    "rise_z1h": "needs the same-hour baseline (see above)",
+    "ragmon:failing_share:rise1h": "needs the same-hour baseline (see above)",
+    "ragmon_judge_sensitivity_ratio": "the LLM judge under test has no measured error rates (no profile); "
+    "tests/agent/test_failing_share.py covers the export, failing_share_test.yml the correction",
+    "ragmon_judge_specificity_ratio": "as ragmon_judge_sensitivity_ratio",
+    "ragmon:judge_youden:ratio": "from the error-rate gauges (see above)",
+    "ragmon:judge_false_positive:ratio": "from the error-rate gauges (see above)",
 }
 
 
