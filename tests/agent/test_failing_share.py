@@ -5,6 +5,7 @@ rules' correction (a judge that declares none exports none)."""
 from __future__ import annotations
 
 import asyncio
+from typing import ClassVar
 
 from ragmon import semconv as sc
 from ragmon.scoring.error_rates import ErrorRates
@@ -19,7 +20,7 @@ FAITH, RELEVANCY = sc.METRIC_FAITHFULNESS, sc.METRIC_ANSWER_RELEVANCY
 class RatedJudge(StaticJudge):
     """A fixed-score judge that declares measured error rates, as the local judge and profiles do."""
 
-    error_rates = {FAITH: ErrorRates(0.8, 0.7, "test")}
+    error_rates: ClassVar[dict[str, ErrorRates]] = {FAITH: ErrorRates(0.8, 0.7, "test")}
 
 
 async def test_scores_below_threshold_are_counted_and_error_rates_exported(endpoint_of) -> None:
