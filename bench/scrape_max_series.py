@@ -37,7 +37,7 @@ def fill(m: AgentMetrics, limit: int, window_samples: int) -> int:
             pairs.add(m.labels_sp(f"service-{i}", f"pipeline-{j}"))
     for s, p in pairs:
         m.traces_received.labels(s, p).inc()
-        m.traces_incomplete.labels(s, p).inc()
+        m.traces_incomplete.labels(s, p, "timeout").inc()
         m.traces_duplicate.labels(s, p).inc()
         for r in SAMPLED:
             m.traces_sampled.labels(s, p, r).inc()

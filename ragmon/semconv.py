@@ -104,6 +104,10 @@ RAGMON_PIPELINE: Final = "ragmon.pipeline"
 RAGMON_STAGE: Final = "ragmon.stage"  # pipeline | retriever | generator
 RAGMON_CONTENT_SAMPLED: Final = "ragmon.content.sampled"  # bool: text attached to this trace
 RAGMON_TRUNCATED_FIELDS: Final = "ragmon.truncated_fields"  # list of attribute names cut to the cap
+# On the pipeline span: how many retriever / generator spans the SDK made inside it, so that an
+# agent knows when the trace is whole (its parts may come in several exports or messages).
+RAGMON_RETRIEVER_SPANS: Final = "ragmon.spans.retriever"  # int
+RAGMON_GENERATOR_SPANS: Final = "ragmon.spans.generator"  # int
 RAGMON_REDACTED: Final = "ragmon.redacted"  # bool: the redaction hook changed/dropped text
 RAGMON_DOCUMENT_COUNT: Final = "ragmon.retrieval.document_count"
 RAGMON_EVAL_ROW_ID: Final = "ragmon.eval.row_id"  # ties a replayed trace to its golden row (ragmon eval --traces)
@@ -133,7 +137,7 @@ M_TRACES_SAMPLED: Final = "ragmon_traces_sampled"  # counter {service, pipeline,
 M_TRACES_SCORED: Final = "ragmon_traces_scored"  # counter {service, pipeline, judge}
 M_TRACES_SKIPPED: Final = "ragmon_traces_skipped"  # counter {service, pipeline, reason}
 M_TRACES_FAILED: Final = "ragmon_traces_failed"  # counter {service, pipeline, judge, reason}
-M_TRACES_INCOMPLETE: Final = "ragmon_traces_incomplete"  # counter {service, pipeline}: closed by timeout
+M_TRACES_INCOMPLETE: Final = "ragmon_traces_incomplete"  # counter {service, pipeline, reason}
 M_SPAN_ATTRIBUTE_LIMIT: Final = "ragmon_spans_attribute_limit_hit"  # counter {service}
 M_OPEN_TRACES: Final = "ragmon_open_traces"  # gauge
 M_JUDGE_BACKLOG: Final = "ragmon_judge_backlog"  # gauge: traces waiting for the judge
@@ -170,6 +174,10 @@ M_KAFKA_COMMITS: Final = "ragmon_kafka_commits"  # counter {outcome}
 M_KAFKA_REBALANCES: Final = "ragmon_kafka_rebalances"  # counter {kind}
 M_KAFKA_PAUSED: Final = "ragmon_kafka_paused_seconds"  # counter
 M_KAFKA_DEAD_LETTERS: Final = "ragmon_kafka_dead_letters"  # counter {reason}
+M_KAFKA_HANDOVER: Final = "ragmon_kafka_handover_traces"  # counter {kind}: skipped | redelivered | unlisted
+HANDOVER_SKIPPED: Final = "skipped"  # re-read after a hand-off; the previous owner had accounted for it
+HANDOVER_REDELIVERED: Final = "redelivered"  # re-read after an unclean hand-off (a crash): maybe judged twice
+HANDOVER_UNLISTED: Final = "unlisted"  # accounted but past the commit metadata's room: its next owner judges it again
 M_BUILD_INFO: Final = "ragmon_build"  # info {version}
 M_JUDGE_INFO: Final = "ragmon_judge_info"  # gauge {judge, version, profile}: 1, what the agent judges with
 
@@ -227,6 +235,10 @@ VERDICT_RETRIEVAL: Final = "retrieval_failure"
 VERDICT_GENERATION: Final = "generation_failure"
 VERDICT_BOTH: Final = "both"
 VERDICTS: Final = (VERDICT_OK, VERDICT_RETRIEVAL, VERDICT_GENERATION, VERDICT_BOTH)
+# The agent's own verdict for a RAG trace whose retrieval returned no documents: a retrieval problem,
+# not judged (a faithfulness of 0 would enter the mean as a hallucination); counted under
+# ragmon_diagnosis_total and skipped{no_context}.
+VERDICT_NO_CONTEXT: Final = "no_context"
 
 # Label value used once a bounded label set is full (see export.labels).
 OVERFLOW_LABEL: Final = "_other"
@@ -243,6 +255,8 @@ SKIP_BUDGET: Final = "budget"
 SKIP_BACKLOG_FULL: Final = "backlog_full"
 SKIP_DUPLICATE: Final = "duplicate"
 SKIP_SHUTDOWN: Final = "shutdown"
+SKIP_NO_CONTEXT: Final = "no_context"  # retrieval ran and returned nothing: verdict no_context, not judged
+SKIP_INCOMPLETE: Final = "incomplete"  # spans the root announced never came: never judged on part of a trace
 SKIP_NOT_RAG: Final = "not_rag"  # no retrieval/generation span: index building, embedding batches, ...
 NOT_RAG_PIPELINE_LABEL: Final = "_not_rag"  # pipeline label of not_rag traces (keeps them out of traffic)
 # traces failed (the judge was asked and could not answer)

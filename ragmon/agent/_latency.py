@@ -62,7 +62,7 @@ class LatencyOnlyMixin(AccountingMixin):
             child = series.received = m.traces_received.labels(*key)
         tally.inc(child)
         if not lt.complete:
-            tally.inc(series.get("incomplete", m.traces_incomplete))
+            tally.inc(series.get("incomplete:" + closed.reason, m.traces_incomplete, closed.reason))
         trace_id = lt.trace_id
         if trace_id in self._recent or trace_id in self._in_flight:
             tally.inc(series.get("duplicate", m.traces_duplicate))

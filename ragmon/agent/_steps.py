@@ -10,7 +10,7 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 
 from .. import semconv as sc
 from ..errors import JudgeBudgetExceeded, JudgeError
-from ..ingest.assembler import AnySpan, ClosedTrace, notable_spans
+from ..ingest.assembler import REASON_MISSING, AnySpan, ClosedTrace, notable_spans
 from ..quality import is_failing
 from ..sampling.sampler import SampleDecision, judgeable_skip_reason
 from ..scoring.metrics.diagnosis import diagnose
@@ -73,6 +73,31 @@ class TraceStepsMixin(LatencyOnlyMixin, AdmissionMixin):
                 return
             await asyncio.sleep(0.05)
 
+    async def hand_over_where(self, predicate: Callable[[Hashable], bool], timeout_s: float) -> set[str]:
+        """A Kafka partition goes to another agent: forget its open traces unjudged (their messages
+        stay uncommitted, so the next owner reads them again and judges each whole), wait (bounded)
+        for its traces in the judge, then let go of its delivery tokens without releasing them.
+        Returns the ids of the traces handed on. A trace with spans in other partitions too (an
+        unkeyed topic) is closed and judged as before (``flush_where``)."""
+        dropped = set(self._assembler.drop_where(predicate))
+        for trace_id in dropped:
+            self._trace_tokens.pop(trace_id, None)  # its tokens keep it as a holder: never released
+        self._process_closed(self._assembler.close_where(predicate))
+        self.metrics.open_traces.set(self._assembler.open_count)
+        deadline = time.monotonic() + timeout_s
+        # a bounded poll, like flush_where's: the judge accounts for these traces on its own time
+        while time.monotonic() < deadline and any(  # noqa: ASYNC110
+                predicate(tok) and not holders <= dropped for tok, holders in self._token_traces.items()):
+            await asyncio.sleep(0.05)
+        for token in [tok for tok in self._token_traces if predicate(tok)]:
+            del self._token_traces[token]  # the partition is gone: a later release would be ignored
+        return dropped
+
+    def unaccounted(self, trace_ids: set[str]) -> set[str]:
+        """Those of ``trace_ids`` still being assembled or judged."""
+        is_open, in_flight = self._assembler.is_open, self._in_flight
+        return {t for t in trace_ids if t in in_flight or is_open(t)}
+
     # ------------------------------------------------------------------ pipeline
     def _process_closed(self, closed: Sequence[ClosedTrace]) -> None:
         try:
@@ -103,7 +128,7 @@ class TraceStepsMixin(LatencyOnlyMixin, AdmissionMixin):
         self.metrics.traces_received.labels(service, pipeline).inc()
         # (evictions are counted by the assembler as dropped{open_traces_limit})
         if not trace.complete:
-            self.metrics.traces_incomplete.labels(service, pipeline).inc()
+            self.metrics.traces_incomplete.labels(service, pipeline, closed.reason).inc()
         if trace.trace_id in self._recent or trace.trace_id in self._in_flight:
             self.metrics.traces_duplicate.labels(service, pipeline).inc()
             self._count_skip(trace, sc.SKIP_DUPLICATE)
@@ -122,6 +147,10 @@ class TraceStepsMixin(LatencyOnlyMixin, AdmissionMixin):
 
     def _decided(self, closed: ClosedTrace, trace: RagTrace, decision: SampleDecision) -> None:
         """Skip, or queue for the judge, a trace whose sampling is decided."""
+        if closed.reason == REASON_MISSING:  # a part never came: judging the rest would mislead
+            self._count_skip(trace, sc.SKIP_INCOMPLETE)
+            self._account(closed)
+            return
         if not decision.sampled:
             self._count_skip(trace, decision.reason)
             self._account(closed)
@@ -130,6 +159,9 @@ class TraceStepsMixin(LatencyOnlyMixin, AdmissionMixin):
         if reason is not None:
             self._count_skip(trace, reason)
             self._account(closed)
+            return
+        if not trace.documents and trace.retrieval_latency_s is not None:
+            self._no_context(closed, trace)
             return
         service, pipeline = self.metrics.labels_sp(trace.service, trace.pipeline)
         self.metrics.traces_sampled.labels(service, pipeline, decision.reason).inc()
@@ -151,6 +183,16 @@ class TraceStepsMixin(LatencyOnlyMixin, AdmissionMixin):
         self._in_flight[trace.trace_id] = closed
         self._stream[trace.trace_id] = decision.stream
         self.metrics.judge_backlog.set(len(self._in_flight))
+
+    def _no_context(self, closed: ClosedTrace, trace: RagTrace) -> None:
+        """Retrieval ran and returned nothing: its own verdict, counted and shown, not judged."""
+        service, pipeline = self.metrics.labels_sp(trace.service, trace.pipeline)
+        self.metrics.diagnosis.labels(service, pipeline, sc.VERDICT_NO_CONTEXT).inc()
+        self._count_skip(trace, sc.SKIP_NO_CONTEXT)
+        if self._inspector is not None:
+            self._inspector.record(trace, scores={}, verdict=sc.VERDICT_NO_CONTEXT,
+                                   reason="the retrieval returned no documents", judge="none")
+        self._account(closed)
 
     async def _judge_worker(self) -> None:
         assert self._backlog is not None

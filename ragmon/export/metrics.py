@@ -107,7 +107,7 @@ class AgentMetrics:
 
         # trace accounting: received = sampled + skipped{not_sampled,...}; sampled = scored + failed + skipped{after sampling}
         self.traces_received = Counter(sc.M_TRACES_RECEIVED, "Traces assembled (every trace that entered).", SP, registry=r)
-        self.traces_incomplete = Counter(sc.M_TRACES_INCOMPLETE, "Traces closed by the inactivity timeout or eviction instead of their root span.", SP, registry=r)
+        self.traces_incomplete = Counter(sc.M_TRACES_INCOMPLETE, "Traces closed incomplete, by reason: timeout (no root span), missing_spans (the root's announced retriever/generator spans did not all come; not judged), evicted, flush.", [*SP, sc.L_REASON], registry=r)
         self.traces_sampled = Counter(sc.M_TRACES_SAMPLED, "Traces selected for judging, by why (rate or a priority rule).", [*SP, sc.L_REASON], registry=r)
         self.traces_scored = Counter(sc.M_TRACES_SCORED, "Traces the judge scored.", [*SP, sc.L_JUDGE], registry=r)
         self.traces_skipped = Counter(sc.M_TRACES_SKIPPED, "Traces not judged, by reason (not_sampled, no_content, budget, backlog_full, ...).", [*SP, sc.L_REASON], registry=r)
@@ -153,6 +153,7 @@ class AgentMetrics:
         self.kafka_commits = Counter(sc.M_KAFKA_COMMITS, "Offset commits by outcome (ok, error).", [sc.L_OUTCOME], registry=r)
         self.kafka_rebalances = Counter(sc.M_KAFKA_REBALANCES, "Partition rebalances (kind=assigned|revoked).", [sc.L_KIND], registry=r)
         self.kafka_paused = Counter(sc.M_KAFKA_PAUSED, "Seconds the consumer spent paused by back-pressure.", registry=r)
+        self.kafka_handover = Counter(sc.M_KAFKA_HANDOVER, "Traces in the range a partition's next owner re-reads, by kind: skipped (accounted by the previous owner, listed in the commit metadata), redelivered (re-read after an unclean hand-off, a crash: each may have been judged before, an upper bound on traces judged twice), unlisted (accounted, but the commit metadata had no room: judged again by the next owner).", [sc.L_KIND], registry=r)
         self.kafka_dead_letters = Counter(sc.M_KAFKA_DEAD_LETTERS, "Poison messages skipped (and written to the dead-letter topic when set), by reason.", [sc.L_REASON], registry=r)
 
     def labels_sp(self, service: str | None, pipeline: str | None) -> tuple[str, str]:

@@ -5,7 +5,8 @@ Modules:
 - ``source``           the SpanSource / SpanSink contract (the sink's ``latency_only`` included)
 - ``http_receiver``, ``grpc_receiver``, ``kafka_source``, ``composite_source``  the sources;
   ``handover`` (how a receiver hands spans over), ``offsets`` (Kafka commits), ``settings``,
-  ``kafka_wait`` (aiokafka's waits for a topic or coordinator as one line)
+  ``kafka_wait`` (aiokafka's waits for a topic or coordinator as one line), ``kafka_handover`` (what
+  a partition's owner tells the next in its offset commit's metadata)
 - ``otlp``             the front: media type, compression, size bounds, then the format's reader
 - ``decoded``          what every reader gives (batches) and the rules they share (limits, ids)
 - ``otlp_proto``       the protobuf reader (``proto_wire``: the wire format read from bytes;

@@ -16,6 +16,15 @@ When is a trace complete?
       counted as ``late_span`` and dropped, rather than opening a second, partial trace with
       the same id (which would be judged and counted twice).
 
+    * The pipeline span of ragmon's SDK says how many retriever and generator spans it made
+      (``ragmon.spans.retriever`` / ``ragmon.spans.generator``). A trace is written in parts when
+      its spans end in different export intervals, and parts may arrive in any order (a
+      Collector sends its queue in parallel): when the root comes before all of them, the trace
+      stays open until they are in, or until ``trace_timeout_s`` passes without new spans; then it
+      closes as ``missing_spans``, incomplete (the agent counts it and does not judge it, so no
+      trace is judged as if it had no documents when its retrieval span is merely late).
+      Third-party instrumentation without the counts closes on its root as before.
+
     Without a root a trace closes after ``trace_timeout_s`` without new spans (``timeout``,
     ``complete=False``), or early when ``max_open_traces`` or ``max_buffered_bytes`` (optional,
     approximate bytes of span data held) is reached (``evicted``, the least recently active
@@ -67,6 +76,7 @@ from .extract import ExtractSettings, LatencyTrace, LightSpan, build_rag_trace, 
 __all__ = [
     "REASON_EVICTED",
     "REASON_FLUSH",
+    "REASON_MISSING",
     "REASON_ROOT",
     "REASON_TIMEOUT",
     "AddedSpans",
@@ -82,6 +92,7 @@ REASON_ROOT = "root"
 REASON_TIMEOUT = "timeout"
 REASON_EVICTED = "evicted"
 REASON_FLUSH = "flush"
+REASON_MISSING = "missing_spans"  # the root came, but not every span its counts announce
 
 
 class ClosedTrace:
@@ -142,7 +153,8 @@ def notable_spans(spans: Sequence[AnySpan]) -> bool:
 
 
 class _OpenTrace:
-    __slots__ = ("has_pipeline", "last_activity", "light", "root_seen", "size", "span_ids", "spans", "tokens")
+    __slots__ = ("expected", "generators", "has_pipeline", "last_activity", "light", "retrievers", "root_seen",
+                 "size", "span_ids", "spans", "tokens")
 
     def __init__(self) -> None:
         self.spans: list[AnySpan] = []
@@ -153,6 +165,14 @@ class _OpenTrace:
         self.light = True  # every span a LightSpan so far
         self.has_pipeline = False  # holds a span that marks the RAG request (see _marks_pipeline)
         self.size = 0  # approximate bytes held (see _approx_size)
+        self.retrievers = 0  # spans of the SDK's retriever / generator stage held
+        self.generators = 0
+        self.expected: tuple[int, int] | None = None  # what the root's counts announce (see _expected_counts)
+
+    def missing(self) -> bool:
+        """Whether the root announced retriever or generator spans that are not in yet."""
+        expected = self.expected
+        return expected is not None and (self.retrievers < expected[0] or self.generators < expected[1])
 
 
 class TraceAssembler:
@@ -251,18 +271,27 @@ class TraceAssembler:
         light = type(span) is LightSpan
         if entry.light and not light:
             entry.light = False
-        if not entry.has_pipeline and span.attributes:
-            entry.has_pipeline = _marks_pipeline(span)
+        if span.attributes:
+            if not entry.has_pipeline:
+                entry.has_pipeline = _marks_pipeline(span)
+            stage = span.attributes.get(sc.RAGMON_STAGE)
+            if stage == sc.STAGE_RETRIEVER:
+                entry.retrievers += 1
+            elif stage == sc.STAGE_GENERATOR:
+                entry.generators += 1
         if self._max_bytes is not None:
             size = span.size if light else _approx_size(span)  # type: ignore[union-attr]
             entry.size += size
             self._buffered += size
         if (span.parent_span_id is None or _is_root(span, entry)) and not entry.root_seen:
             entry.root_seen = True
-            if self._grace <= 0:
-                closed.append(self._close(trace_id, REASON_ROOT))
-            else:
+            entry.expected = _expected_counts(span)
+            if self._grace > 0:
                 self._grace_deadlines[trace_id] = now + self._grace
+            elif not entry.missing():
+                closed.append(self._close(trace_id, REASON_ROOT))
+        elif entry.expected is not None and self._grace <= 0 and not entry.missing():
+            closed.append(self._close(trace_id, REASON_ROOT))  # the last announced span came after the root
         if self._max_bytes is not None:
             while self._buffered > self._max_bytes and self._open:
                 self.drop_counts[sc.DROP_OPEN_TRACES_FULL] += 1
@@ -320,18 +349,29 @@ class TraceAssembler:
         held = 0
         has_pipeline = False
         seen: set[str] = set()
+        retrievers = generators = 0
         for k in range(start, end):
             span = spans[k]
             if type(span) is not LightSpan or span.span_id in seen:
                 return None
             seen.add(span.span_id)
             held += span.size
-            if not has_pipeline and span.attributes:
-                has_pipeline = _light_marks_pipeline(span)
+            if span.attributes:
+                if not has_pipeline:
+                    has_pipeline = _light_marks_pipeline(span)
+                stage = span.attributes.get(sc.RAGMON_STAGE)
+                if stage == sc.STAGE_RETRIEVER:
+                    retrievers += 1
+                elif stage == sc.STAGE_GENERATOR:
+                    generators += 1
             # add()'s root test: the first root closes the trace, so it must be the last span
             is_root = span.parent_span_id is None or (span.parent_is_remote and has_pipeline)
             if is_root != (k == end - 1):
                 return None
+            if is_root:
+                expected = _expected_counts(span)
+                if expected is not None and (retrievers < expected[0] or generators < expected[1]):
+                    return None  # a part is still to come: add() keeps it open
         if self._max_bytes is not None and self._buffered + held > self._max_bytes:
             return None  # add() would evict on the way
         self._remember_closed(trace_id)
@@ -369,8 +409,24 @@ class TraceAssembler:
         self._buffered -= entry.size
         self._grace_deadlines.pop(trace_id, None)
         self._remember_closed(trace_id)
-        return self._closed_trace(trace_id, entry.spans, frozenset(entry.tokens), entry.root_seen, reason,
-                                  entry.light)
+        complete = entry.root_seen
+        if complete and entry.missing():
+            complete = False
+            if reason in (REASON_TIMEOUT, REASON_ROOT):
+                reason = REASON_MISSING
+        return self._closed_trace(trace_id, entry.spans, frozenset(entry.tokens), complete, reason, entry.light)
+
+    def drop_where(self, predicate: Callable[[Hashable], bool]) -> list[str]:
+        """Forget, without closing, every open trace whose delivery tokens all match ``predicate``
+        (a Kafka partition handed to another agent: its next owner re-reads these traces' messages
+        and assembles them whole). Not counted, not remembered as closed. Returns their ids."""
+        dropped = [tid for tid, entry in self._open.items()
+                   if entry.tokens and all(predicate(t) for t in entry.tokens)]
+        for trace_id in dropped:
+            entry = self._open.pop(trace_id)
+            self._buffered -= entry.size
+            self._grace_deadlines.pop(trace_id, None)
+        return dropped
 
     def _remember_closed(self, trace_id: str) -> None:
         self._closed_ids[trace_id] = None
@@ -393,7 +449,7 @@ class TraceAssembler:
                                    full=self._full_build, complete=complete)
         self._full += 1
         trace, truncated = self._full_build.build(trace_id, spans, complete)
-        return ClosedTrace(trace=trace, tokens=tokens, reason=reason, text_truncated=truncated)
+        return ClosedTrace(trace=trace, tokens=tokens, reason=reason, complete=complete, text_truncated=truncated)
 
 
 class _FullBuild:
@@ -459,6 +515,16 @@ def _light_marks_pipeline(span: LightSpan) -> bool:
     attrs = span.attributes
     return (attrs.get(sc.RAGMON_STAGE) == sc.STAGE_PIPELINE
             or attrs.get(sc.TRACELOOP_SPAN_KIND) == sc.TRACELOOP_KIND_WORKFLOW)
+
+
+def _expected_counts(span: AnySpan) -> tuple[int, int] | None:
+    """The retriever and generator spans a root announces (ragmon's SDK), or None."""
+    attrs = span.attributes
+    retrievers = attrs.get(sc.RAGMON_RETRIEVER_SPANS)
+    generators = attrs.get(sc.RAGMON_GENERATOR_SPANS)
+    if type(retrievers) is not int or type(generators) is not int:
+        return None
+    return max(0, min(retrievers, 10_000)), max(0, min(generators, 10_000))
 
 
 def _is_root(span: AnySpan, entry: _OpenTrace) -> bool:

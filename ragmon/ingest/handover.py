@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from contextlib import AbstractContextManager
 from typing import Final
 
@@ -52,6 +52,28 @@ def backpressure(sink: SpanSink) -> bool:
     except Exception:  # a broken back-pressure probe must not take the receiver down
         log.debug("sink.backpressure() failed", exc_info=True)
         return False
+
+
+async def hand_over(sink: SpanSink, predicate: Callable[[Hashable], bool], timeout_s: float) -> set[str]:
+    """A Kafka partition goes to another agent: the sink's ``hand_over_where`` (open traces of it
+    forgotten unjudged, returned), or ``flush_where`` for a sink without one (nothing handed on)."""
+    hand = getattr(sink, "hand_over_where", None)
+    if hand is None:
+        await sink.flush_where(predicate, timeout_s)
+        return set()
+    return set(await hand(predicate, timeout_s))
+
+
+def unaccounted(sink: SpanSink, trace_ids: set[str]) -> set[str]:
+    """Which of ``trace_ids`` the sink has not accounted for yet (a sink that cannot tell: all)."""
+    ask = getattr(sink, "unaccounted", None)
+    if ask is None:
+        return trace_ids
+    try:
+        return set(ask(trace_ids))
+    except Exception:  # a broken probe lists nothing as taken: duplicates, never a loss
+        log.debug("sink.unaccounted() failed", exc_info=True)
+        return trace_ids
 
 
 async def submit_in_slices(sink: SpanSink, spans: Sequence[SpanRecord | LightSpan]) -> None:

@@ -6,6 +6,12 @@ Collector's ``kafkaexporter`` writes) and handed to the agent with the delivery 
 in that message is accounted for; only then may the offset be committed, so a crash replays
 unfinished messages instead of losing them (the agent's trace-id dedup absorbs most replays).
 
+Hand-off (``kafka_handover.py``): a partition's offset is committed only below the first
+message of its earliest open trace, with the ids of the traces accounted for beyond it in the
+commit's metadata. On revocation or stop the agent forgets the open traces of the partition
+unjudged (``handover.hand_over``); the next owner reads their messages again, skips the listed
+traces and judges every other trace whole, once.
+
 Flow control: while ``sink.backpressure()`` is True every assigned partition is paused
 (``consumer.pause``) and the consumer keeps polling, so the group membership stays alive and
 nothing is buffered without bound. Poison messages are counted, optionally dead-lettered and
@@ -24,13 +30,15 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 from aiokafka.abc import ConsumerRebalanceListener
+from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaError
 from aiokafka.helpers import create_ssl_context
 
 from .. import semconv as sc
 from ..backoff import Backoff
 from ..errors import ConfigError, DecodeError
-from .handover import batch_of, latency_only_of
+from .handover import batch_of, hand_over, latency_only_of, unaccounted
+from .kafka_handover import Handover, decode, encode, short_id
 from .kafka_wait import WaitingFilter
 from .offsets import OffsetTracker, PartitionKey
 from .otlp import decode_traces_payload
@@ -102,7 +110,7 @@ class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]  # aiokafka s
         await self._source._on_revoked(revoked)
 
     async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
-        self._source._on_assigned(assigned)
+        await self._source._on_assigned(assigned)
 
 
 class KafkaSource:
@@ -133,6 +141,7 @@ class KafkaSource:
         # What the rebalance listener last handed us; aiokafka's own view lags behind during a
         # rebalance, and records or lag of a revoked partition must not be touched meanwhile.
         self._assigned: set[TopicPartition] = set()
+        self._loading: set[TopicPartition] = set()  # assigned, the previous owner's hand-over being read
         self._logged: set[str] = set()
         self._dlq_tasks: set[asyncio.Task[None]] = set()
         self._commit_lock = asyncio.Lock()
@@ -141,6 +150,14 @@ class KafkaSource:
         self._ok_counter = metrics.requests_received.labels(self.name, "ok")
         self._tally = Tally()  # per-message counts, applied once per partition batch
         self._waiting = WaitingFilter(config.kafka_topics, config.kafka_group_id)
+        self._admin: AIOKafkaAdminClient | None = None  # reads the previous owner's commit metadata
+        # per assigned partition: what its previous owner handed over (traces to skip, and
+        # where it had read to), the short ids skipped so far, a crash's re-read range
+        # (until the highwater seen first; the trace ids counted), the metadata last committed
+        self._inherited: dict[PartitionKey, Handover] = {}
+        self._skipped: dict[PartitionKey, set[str]] = {}
+        self._suspect: dict[PartitionKey, tuple[int | None, set[str]]] = {}
+        self._meta_sent: dict[PartitionKey, str] = {}
 
     # --- SpanSource -------------------------------------------------------------------------
     async def start(self, sink: SpanSink) -> None:
@@ -164,9 +181,13 @@ class KafkaSource:
             await task
         consumer, self._consumer = self._consumer, None
         if consumer is not None and self._sink is not None and self._connected:
-            with contextlib.suppress(Exception):
-                await self._sink.flush_where(lambda tok: True, self._config.shutdown_grace_s)
-            await self._commit(consumer)
+            handed: set[str] = set()
+            try:
+                handed = await hand_over(self._sink, lambda tok: True, self._config.shutdown_grace_s)
+            except Exception as exc:  # noqa: BLE001  # stopping goes on; offsets stay where they are
+                self._log_once("handover", "kafka: handing traces over on stop failed: %r", exc)
+            await self._commit(consumer, final=True, handed=handed)
+            log.info("kafka: stopping: %d open trace(s) left whole to the partitions' next owner", len(handed))
         if self._dlq_tasks:
             await asyncio.wait(set(self._dlq_tasks), timeout=_DLQ_SEND_TIMEOUT_S)
         if consumer is not None:
@@ -176,6 +197,10 @@ class KafkaSource:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._producer.stop(), timeout=10)
             self._producer = None
+        if self._admin is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._admin.close(), timeout=10)
+            self._admin = None
         self._account_pause()
         self._connected = False
         self._waiting.remove()
@@ -250,6 +275,8 @@ class KafkaSource:
         batches = await consumer.getmany(timeout_ms=_POLL_TIMEOUT_MS, max_records=_MAX_RECORDS)
         for tp, records in batches.items():
             if tp not in self._assigned:
+                if tp in self._loading and records:  # assigned, its hand-over not read yet: later
+                    consumer.seek(tp, records[0].offset)
                 continue  # revoked while we were busy: its next owner reads these again
             # one partition's records as one batch: metric updates applied once at its end
             try:
@@ -327,11 +354,46 @@ class KafkaSource:
             self._metrics.dropped.labels(sc.DROP_MALFORMED_SPAN).inc(batch.rejected_spans)
             self._log_once("malformed_span", "kafka: skipped malformed spans in %s[%d]@%d: %s",
                            record.topic, record.partition, record.offset, "; ".join(batch.errors[:3]))
-        if batch.spans:
-            self._tally.inc(self._spans_counter, len(batch.spans))
-            self._sink.submit(batch.spans, token)
+        spans = batch.spans
+        if spans:
+            trace_ids = {span.trace_id for span in spans}
+            self._tracker.note_traces(key, record.offset, tuple(trace_ids))
+            if self._inherited or self._suspect:  # only just after a hand-off
+                spans = self._after_handover(key, record.offset, spans, trace_ids)
+        if spans:
+            self._tally.inc(self._spans_counter, len(spans))
+            self._sink.submit(spans, token)
         else:
             self._tracker.release(key, record.offset)
+
+    def _after_handover(self, key: PartitionKey, offset: int, spans: Any, trace_ids: set[str]) -> Any:
+        """Leave out the traces the partition's previous owner accounted for; count the rest as
+        redelivered while re-reading what a crashed owner may have judged."""
+        inherited = self._inherited.get(key)
+        if inherited is not None and inherited.taken:
+            skip = {t for t in trace_ids if short_id(t) in inherited.taken}
+            if skip:
+                seen = self._skipped.setdefault(key, set())
+                new = skip - seen
+                if new:
+                    seen.update(new)
+                    self._metrics.kafka_handover.labels(sc.HANDOVER_SKIPPED).inc(len(new))
+                spans = [span for span in spans if span.trace_id not in skip]
+                trace_ids = trace_ids - skip
+        suspect = self._suspect.get(key)
+        if suspect is not None:
+            until, counted = suspect
+            if until is None and self._consumer is not None:
+                until = self._consumer.highwater(TopicPartition(*key))  # what was there at the takeover
+                self._suspect[key] = (until, counted)
+            if until is None or offset >= until:
+                del self._suspect[key]
+            else:
+                new = trace_ids - counted
+                if new:
+                    counted.update(new)
+                    self._metrics.kafka_handover.labels(sc.HANDOVER_REDELIVERED).inc(len(new))
+        return spans
 
     def _poison(self, record: ConsumerRecord[Any, Any], reason: str, error: str) -> None:
         self._metrics.requests_received.labels(self.name, "rejected").inc()
@@ -372,12 +434,36 @@ class KafkaSource:
             self._tracker.release((record.topic, record.partition), record.offset)
 
     # --- offsets --------------------------------------------------------------------------------
-    async def _commit(self, consumer: AIOKafkaConsumer, keys: set[PartitionKey] | None = None) -> None:
+    async def _commit(self, consumer: AIOKafkaConsumer, keys: set[PartitionKey] | None = None, *,
+                      final: bool = False, handed: set[str] | None = None) -> None:
+        """Commit the safe offsets, each with its hand-over metadata. ``final``: a hand-off
+        (revocation, stop): every partition read is committed, ``handed`` are the traces given on
+        unjudged; otherwise those that moved or whose metadata changed, the unaccounted traces
+        asked of the sink."""
         self._last_commit = self._clock()
         async with self._commit_lock:
             if keys is None:
                 keys = {(tp.topic, tp.partition) for tp in self._assigned}
-            offsets = self._tracker.to_commit(keys)
+            moved = self._tracker.to_commit(keys)
+            offsets: dict[PartitionKey, int] = {}
+            metadata: dict[PartitionKey, str] = {}
+            for key in keys:
+                safe, end, ids = self._tracker.traces_from_safe(key)
+                if safe is None or end is None:
+                    continue
+                pending = (handed or set()) if final else unaccounted(self._sink, ids) if self._sink else ids
+                inherited = self._inherited.get(key)
+                taken = ids - pending
+                if inherited is not None and inherited.end > end:  # it had read further than we did
+                    end = inherited.end
+                    taken |= inherited.taken
+                meta, unlisted = encode(final, end, taken)
+                if final and unlisted:
+                    self._metrics.kafka_handover.labels(sc.HANDOVER_UNLISTED).inc(unlisted)
+                    self._log_once("unlisted", "kafka: %d accounted traces of %s[%d] did not fit in the commit "
+                                   "metadata; its next owner judges them again", unlisted, *key)
+                if final or key in moved or (taken and meta != self._meta_sent.get(key)):
+                    offsets[key], metadata[key] = safe, meta
             if not offsets:
                 await self._probe(consumer)
                 return
@@ -385,7 +471,7 @@ class KafkaSource:
                 # aiokafka retries a commit until the coordinator answers: bound it, so an
                 # outage cannot wedge the poll loop or stop(); the next round commits again.
                 await asyncio.wait_for(
-                    consumer.commit({TopicPartition(t, p): o for (t, p), o in offsets.items()}),
+                    consumer.commit({TopicPartition(t, p): (o, metadata[(t, p)]) for (t, p), o in offsets.items()}),
                     timeout=_COMMIT_TIMEOUT_S)
             except (KafkaError, TimeoutError) as exc:
                 # Not fatal: the same (or a later) offset is committed next time; a rebalance
@@ -394,6 +480,7 @@ class KafkaSource:
                 self._on_outage(exc)
                 return
             self._tracker.committed(offsets)
+            self._meta_sent.update(metadata)
             self._metrics.kafka_commits.labels("ok").inc()
             self._recovered()
 
@@ -419,22 +506,57 @@ class KafkaSource:
         if not keys:
             return
         log.info("kafka: partitions revoked: %s", _fmt(keys))
+        handed: set[str] = set()
         if self._sink is not None:
             try:
-                await self._sink.flush_where(lambda tok: isinstance(tok, tuple) and tok[:2] in keys,
-                                             self._config.shutdown_grace_s)
+                handed = await hand_over(self._sink, lambda tok: isinstance(tok, tuple) and tok[:2] in keys,
+                                         self._config.shutdown_grace_s)
             except Exception as exc:  # noqa: BLE001  # revocation must go on; offsets stay uncommitted
-                self._log_once("flush", "kafka: flushing traces of revoked partitions failed: %r", exc)
+                self._log_once("flush", "kafka: handing over traces of revoked partitions failed: %r", exc)
         if self._consumer is not None:
-            await self._commit(self._consumer, keys)
+            await self._commit(self._consumer, keys, final=True, handed=handed)
+        log.info("kafka: handed over %s: %d open trace(s) left whole to the next owner", _fmt(keys), len(handed))
         self._tracker.forget(keys)
+        for key in keys:
+            for state in (self._inherited, self._skipped, self._suspect, self._meta_sent):
+                state.pop(key, None)
 
-    def _on_assigned(self, assigned: set[TopicPartition]) -> None:
+    async def _on_assigned(self, assigned: set[TopicPartition]) -> None:
         self._metrics.kafka_rebalances.labels("assigned").inc()
-        self._assigned = set(assigned)
         if assigned:
             self._waiting.over()
             log.info("kafka: partitions assigned: %s", _fmt({(tp.topic, tp.partition) for tp in assigned}))
+            # no record of these is handed out before the previous owner's hand-over is known
+            self._loading = set(assigned)
+            try:
+                await self._load_handover(assigned)
+            finally:
+                self._loading = set()
+        self._assigned = set(assigned)
+
+    async def _load_handover(self, assigned: set[TopicPartition]) -> None:
+        """Read what the previous owners committed with their offsets (before any record of
+        these partitions is handed out: the listener runs before the next fetch)."""
+        try:
+            if self._admin is None:
+                admin = AIOKafkaAdminClient(client_id="ragmon-agent-handover", **self._client_opts)
+                await asyncio.wait_for(admin.start(), timeout=_COMMIT_TIMEOUT_S)
+                self._admin = admin
+            committed = await asyncio.wait_for(
+                self._admin.list_consumer_group_offsets(self._config.kafka_group_id, partitions=list(assigned)),
+                timeout=_COMMIT_TIMEOUT_S)
+        except Exception as exc:  # noqa: BLE001  # without it: traces in the re-read range may be judged twice
+            self._log_once("handover-read", "kafka: could not read the previous owners' commit metadata (%r); "
+                           "traces they accounted for may be judged again", exc)
+            return
+        for tp, offset in committed.items():
+            key = (tp.topic, tp.partition)
+            handover = decode(getattr(offset, "metadata", None))
+            if handover is None or tp not in assigned:
+                continue
+            self._inherited[key] = handover
+            if not handover.clean:  # its owner may have died after this commit
+                self._suspect[key] = (None, set())
 
     # --- lag ------------------------------------------------------------------------------------
     async def _update_lag(self, consumer: AIOKafkaConsumer) -> None:

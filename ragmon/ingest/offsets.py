@@ -6,6 +6,10 @@ was handed is accounted for. Messages are *tracked* in the order they are fetche
 The safe commit offset is therefore the lowest still-pending offset, or one past the highest
 tracked offset when nothing is pending. Offsets need not be contiguous (compacted topics,
 transaction markers), so the tracker never assumes ``offset + 1`` is the next message.
+
+It also remembers which trace ids each message at or after the safe offset held
+(``note_traces``): the range a partition's next owner will read again. The Kafka source lists the
+accounted ones among them in the offset commit's metadata (``ingest/kafka_handover.py``).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ PartitionKey = tuple[str, int]
 
 
 class _Partition:
-    __slots__ = ("committed", "next_offset", "order", "pending", "start")
+    __slots__ = ("committed", "next_offset", "order", "pending", "start", "traces")
 
     def __init__(self) -> None:
         self.order: deque[int] = deque()  # tracked offsets, ascending (lazily trimmed)
@@ -26,13 +30,16 @@ class _Partition:
         self.next_offset: int | None = None  # one past the highest tracked offset
         self.start: int | None = None  # first tracked offset: where fetching began (nothing to commit yet)
         self.committed: int | None = None  # last offset acknowledged by the broker
+        self.traces: deque[tuple[int, tuple[str, ...]]] = deque()  # (offset, trace ids), ascending
 
     def safe(self) -> int | None:
         while self.order and self.order[0] not in self.pending:
             self.order.popleft()
-        if self.order:
-            return self.order[0]
-        return self.next_offset
+        safe = self.order[0] if self.order else self.next_offset
+        traces = self.traces
+        while traces and safe is not None and traces[0][0] < safe:
+            traces.popleft()  # below what will be committed: never read again
+        return safe
 
 
 class OffsetTracker:
@@ -52,9 +59,28 @@ class OffsetTracker:
             # A re-fetch after a seek (e.g. back to the committed offset): start over from here.
             part.order = deque(o for o in part.order if o < offset)
             part.pending = {o for o in part.pending if o < offset}
+            part.traces = deque(item for item in part.traces if item[0] < offset)
         part.order.append(offset)
         part.pending.add(offset)
         part.next_offset = offset + 1
+
+    def note_traces(self, key: PartitionKey, offset: int, trace_ids: tuple[str, ...]) -> None:
+        """The trace ids of the message at ``offset`` (tracked just before)."""
+        part = self._parts.get(key)
+        if part is not None and trace_ids:
+            part.traces.append((offset, trace_ids))
+
+    def traces_from_safe(self, key: PartitionKey) -> tuple[int | None, int | None, set[str]]:
+        """The safe offset, one past the last tracked offset, and the trace ids of the messages in
+        between: what the partition's next owner reads again after a commit at the safe offset."""
+        part = self._parts.get(key)
+        if part is None:
+            return None, None, set()
+        safe = part.safe()
+        ids: set[str] = set()
+        for _, trace_ids in part.traces:
+            ids.update(trace_ids)
+        return safe, part.next_offset, ids
 
     def release(self, key: PartitionKey, offset: int) -> bool:
         """Mark a message accounted for. False when it is unknown (partition revoked meanwhile)."""

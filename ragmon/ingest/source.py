@@ -70,6 +70,8 @@ class KafkaSourceMetrics(SourceMetrics, Protocol):
     def kafka_rebalances(self) -> Labelled: ...
     @property
     def kafka_dead_letters(self) -> Labelled: ...
+    @property
+    def kafka_handover(self) -> Labelled: ...  # {kind}
 
 
 class SpanSink(Protocol):

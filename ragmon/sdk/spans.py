@@ -41,13 +41,16 @@ KIND_BY_STAGE: Mapping[str, str] = {
 class _Pipeline:
     """The outermost pipeline of the current trace: its name, span and content decision."""
 
-    __slots__ = ("name", "rag_span", "sampled", "trace_id")
+    __slots__ = ("generators", "name", "rag_span", "retrievers", "sampled", "trace_id")
 
     def __init__(self, name: str, rag_span: RagSpan, trace_id: int, sampled: bool) -> None:
         self.name = name
         self.rag_span = rag_span
         self.trace_id = trace_id
         self.sampled = sampled
+        # retriever / generator spans started inside it (written on the pipeline span at its end)
+        self.retrievers = 0
+        self.generators = 0
 
 
 _PIPELINE: ContextVar[_Pipeline | None] = ContextVar("ragmon_pipeline", default=None)
@@ -104,6 +107,11 @@ def start(stage: str, name: str, attrs: Mapping[str, Any]) -> RagSpan | None:
         elif stage == sc.STAGE_PIPELINE:
             attrs = {**attrs, sc.RAGMON_PIPELINE: name}
         span = runtime.tracer().start_span(name, attributes=attrs)
+        if pipe is not None and span.get_span_context().trace_id == pipe.trace_id:
+            if stage == sc.STAGE_RETRIEVER:
+                pipe.retrievers += 1
+            elif stage == sc.STAGE_GENERATOR:
+                pipe.generators += 1
         return RagSpan(span, stage, name, settings, runtime.field_cap, pipe)
     except Exception as exc:
         _runtime.internal_error("span_start", exc)
@@ -286,6 +294,10 @@ class RagSpan:
         attrs = self._attrs
         attrs[sc.RAGMON_CONTENT_SAMPLED] = self._sampled
         attrs[sc.RAGMON_REDACTED] = self._redacted
+        pipe = self._pipeline
+        if pipe is not None and pipe.rag_span is self:  # the pipeline's own span: what it made
+            attrs[sc.RAGMON_RETRIEVER_SPANS] = pipe.retrievers
+            attrs[sc.RAGMON_GENERATOR_SPANS] = pipe.generators
         if self._truncated:
             attrs[sc.RAGMON_TRUNCATED_FIELDS] = tuple(self._truncated)
         if exc is not None:

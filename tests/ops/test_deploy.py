@@ -131,7 +131,7 @@ def test_collector_exports_to_kafka_partitioned_by_trace() -> None:
     config = yaml.safe_load((DEPLOY / "otel-collector" / "config.yaml").read_text(encoding="utf-8"))
     kafka = config["exporters"]["kafka"]
     assert kafka["partition_traces_by_id"] is True
-    assert kafka["encoding"] == "otlp_proto" and kafka["topic"] == "otlp_spans"
+    assert kafka["traces"] == {"encoding": "otlp_proto", "topic": "otlp_spans"}  # the spelling since contrib v0.124
     assert config["service"]["pipelines"]["traces"]["exporters"] == ["kafka"]
 
 

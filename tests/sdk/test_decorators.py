@@ -582,3 +582,36 @@ def test_threads_do_not_mix_traces(spans: Spans) -> None:
         assert retr.attributes[sc.INPUT_VALUE] == question
         for i in (0, 59):
             assert retr.attributes[sc.retrieval_document_attr(i, sc.DOCUMENT_ID)] == f"{question}-{i}"
+
+
+def test_pipeline_span_counts_the_retriever_and_generator_spans_it_made(spans: Spans) -> None:
+    """The agent waits for this many retriever/generator spans before it judges a trace whose
+    parts come in several exports (ingest/assembler.py)."""
+    @ragmon.retriever
+    def search(query: str) -> list[dict[str, Any]]:
+        return DOCS
+
+    @ragmon.generator
+    def answer(query: str, docs: list[Any]) -> str:
+        return "Paris."
+
+    @ragmon.pipeline(name="inner")
+    def rerank_and_answer(query: str) -> str:  # a nested pipeline counts for the outermost one
+        return answer(query, search(query))
+
+    @ragmon.pipeline(name="qa2")
+    def rag(query: str) -> str:
+        search(query)
+        return rerank_and_answer(query)
+
+    @ragmon.pipeline(name="nothing")
+    def idle(query: str) -> str:
+        return "-"
+
+    rag("What is the capital of France?")
+    idle("x")
+    root = spans.one("qa2")
+    assert root.attributes[sc.RAGMON_RETRIEVER_SPANS] == 2
+    assert root.attributes[sc.RAGMON_GENERATOR_SPANS] == 1
+    assert sc.RAGMON_RETRIEVER_SPANS not in spans.one("inner").attributes
+    assert spans.one("nothing").attributes[sc.RAGMON_RETRIEVER_SPANS] == 0

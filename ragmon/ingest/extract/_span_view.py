@@ -45,6 +45,7 @@ LATENCY_KEYS: frozenset[str] = frozenset({
     sc.LLM_MODEL_NAME, sc.GEN_AI_RESPONSE_MODEL, sc.GEN_AI_REQUEST_MODEL,  # release info
     sc.LLM_PROMPT_TEMPLATE_VERSION,
     sc.RAGMON_FEEDBACK,  # counted per span, a priority rule, and a feedback span names no request
+    sc.RAGMON_RETRIEVER_SPANS, sc.RAGMON_GENERATOR_SPANS,  # when a trace written in parts is whole
 })
 #: Flattened document attributes: only ``{prefix}.{i}.document.id`` and ``.score`` are latency
 #: keys; any other field under these prefixes (text, metadata) is content.
