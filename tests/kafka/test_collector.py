@@ -35,6 +35,10 @@ async def kafka_agent(bootstrap: str, topic: str, group: str, judge: SleepyJudge
         await agent.stop()
 
 
+def waiting_lines(caplog: pytest.LogCaptureFixture, topic: str) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == "ragmon.kafka" and f"waiting for topic {topic}" in r.getMessage()]
+
+
 def _partitions(agent: Agent) -> set[str]:
     return {s.labels["partition"] for f in agent.metrics.registry.collect() for s in f.samples
             if s.name == sc.M_KAFKA_LAG}
@@ -49,6 +53,8 @@ async def test_collector_to_two_agents_each_trace_once(kafka: Broker, topic: str
     judge_a, judge_b = SleepyJudge(), SleepyJudge()
     async with kafka_agent(kafka.bootstrap, topic, group, judge_a) as agent_a, \
             kafka_agent(kafka.bootstrap, topic, group, judge_b) as agent_b:
+        # the agents ask for the topic before the Collector has created it
+        await eventually(lambda: waiting_lines(caplog, topic), timeout_s=60, what="an agent waiting for the topic")
         collector = otelcol(kafka.bootstrap, topic)
         traffic = OtlpTraffic(collector.traces_endpoint, service="via-otelcol")
         try:
@@ -77,9 +83,8 @@ async def test_collector_to_two_agents_each_trace_once(kafka: Broker, topic: str
     # while the topic did not exist: one ragmon line per wait, none of aiokafka's ERROR lines
     aiokafka_errors = [r for r in caplog.records if r.name.startswith("aiokafka") and r.levelno >= logging.ERROR
                        and topic in r.getMessage()]
-    waits = [r for r in caplog.records if r.name == "ragmon.kafka" and f"waiting for topic {topic}" in r.getMessage()]
     assert aiokafka_errors == []
-    assert 1 <= len(waits) <= 2  # one per agent at most (both share aiokafka's loggers)
+    assert 1 <= len(waiting_lines(caplog, topic)) <= 2  # one per agent at most (both share aiokafka's loggers)
 
 
 async def test_collector_otlp_json_to_agent(kafka: Broker, topic: str, group: str,
