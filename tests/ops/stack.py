@@ -198,11 +198,14 @@ def shrink_rules(
     interval: str,
     minimums: dict[int, int] | None = None,
     source: Path = RULES,
+    day: str | None = None,
 ) -> str:
     """The real rules file with test-sized time: every range selector ``[X]`` mapped through
     ``windows`` (all of them must be mapped; None keeps them), every ``for:`` set to ``for_``, every group
     ``interval:`` set to ``interval``, and ``>= N`` minimum-count guards mapped through
-    ``minimums``. Only durations and numbers change: the expressions keep their real shape."""
+    ``minimums``; with ``day`` (seconds, e.g. "20s"), every ``offset Nd`` becomes N test days (the
+    drop alerts' same-hour baseline). Only durations and numbers change: the expressions keep their
+    real shape."""
     data = yaml.safe_load(source.read_text(encoding="utf-8"))
     unmapped: set[str] = set()
 
@@ -221,6 +224,9 @@ def shrink_rules(
         group["interval"] = interval
         for rule in group["rules"]:
             expr = re.sub(rf"\[({_DURATION})\]", window, rule["expr"])
+            if day is not None:
+                seconds = float(day.rstrip("s"))
+                expr = re.sub(r"offset (\d+)d\b", lambda m: f"offset {int(m[1]) * seconds:g}s", expr)
             rule["expr"] = re.sub(r">= (\d+)\b", minimum, expr)
             if "for" in rule:
                 rule["for"] = for_

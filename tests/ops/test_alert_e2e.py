@@ -6,8 +6,9 @@ OTLP/HTTP, Prometheus and Alertmanager from the Debian packages, an aiohttp webh
 
 Time is the one thing scaled down. A 7-day baseline and a 1-hour window cannot happen in a
 test, so the rules Prometheus loads are generated from the real ``ragmon-rules.yml`` by
-substitution (``stack.shrink_rules``): range windows 1h->20s, 7d->3m, 5m/10m/15m->20s, every
-``for:`` 3s, groups evaluated every second, and the minimum-count guards 30/200/20 -> 5/10/3.
+substitution (``stack.shrink_rules``): range windows 1h->20s, 7d->3m, 5m/10m/15m->20s, a day of
+the same-hour baseline -> 20s (the baseline is then the seven 20-second windows before the current
+one), every ``for:`` 3s, groups evaluated every second, and the minimum-count guards 30/200/20 -> 5/10/3.
 The expressions themselves — the recording rules, the drop comparison against the baseline,
 the count guards, labels and annotations — are the real ones. The Alertmanager config is the
 example in ``deploy/alertmanager/alertmanager.yml`` (routes and inhibition kept) with its
@@ -172,7 +173,7 @@ async def test_faithfulness_drop_pages_and_resolves(tmp_path: Path) -> None:
     require_binary("prometheus")
     require_binary("prometheus-alertmanager")
     rules = tmp_path / "rules.yml"
-    rules.write_text(shrink_rules(WINDOWS, for_="3s", interval="1s", minimums=MINIMUMS))
+    rules.write_text(shrink_rules(WINDOWS, for_="3s", interval="1s", minimums=MINIMUMS, day="20s"))
 
     webhook = Webhook()
     await webhook.start()
@@ -218,7 +219,8 @@ async def test_faithfulness_drop_pages_and_resolves(tmp_path: Path) -> None:
                 assert alert["labels"]["severity"] in ("warning", "critical")
                 assert alert["annotations"]["runbook_url"].endswith("docs/alerts.md#ragmonfaithfulnessdrop")
                 assert "faithfulness" in alert["annotations"]["description"]
-                assert "below its 7d mean" in alert["annotations"]["description"]
+                assert "same hour of the past 7 days" in alert["annotations"]["description"]
+                assert "z = " in alert["annotations"]["description"]
                 # the contradictions are a generation problem: retrieval is not blamed
                 assert not webhook.alerts("RagmonContextPrecisionDrop", "firing")
 
