@@ -216,6 +216,9 @@ def shrink_rules(
             unmapped.add(match[1])
         return f"[{windows.get(match[1], match[1])}]"
 
+    def test_days(match: re.Match[str]) -> str:
+        return f"offset {int(match[1]) * float((day or '0s').rstrip('s')):g}s"
+
     def minimum(match: re.Match[str]) -> str:
         value = int(match[1])
         return f">= {(minimums or {}).get(value, value)}"
@@ -225,8 +228,7 @@ def shrink_rules(
         for rule in group["rules"]:
             expr = re.sub(rf"\[({_DURATION})\]", window, rule["expr"])
             if day is not None:
-                seconds = float(day.rstrip("s"))
-                expr = re.sub(r"offset (\d+)d\b", lambda m: f"offset {int(m[1]) * seconds:g}s", expr)
+                expr = re.sub(r"offset (\d+)d\b", test_days, expr)
             rule["expr"] = re.sub(r">= (\d+)\b", minimum, expr)
             if "for" in rule:
                 rule["for"] = for_
