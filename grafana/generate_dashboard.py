@@ -29,15 +29,19 @@ if str(HERE) not in sys.path:  # run from anywhere, or loaded by path
     sys.path.insert(0, str(HERE))
 
 from dashboard_gen import render  # noqa: E402
+from dashboard_gen.common import R  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--check", action="store_true", help="fail if the dashboard JSON is out of date")
     parser.add_argument("--output", type=Path, default=OUTPUT, help=f"dashboard JSON file (default: {OUTPUT})")
+    parser.add_argument("--evaluators", type=Path, metavar="FILE.yaml",
+                        help="add a row with a panel per declared evaluator (docs/evaluators.md)")
     args = parser.parse_args(argv)
     output: Path = args.output
-    text = render()
+    evaluators = R.load_evaluators(args.evaluators) if args.evaluators is not None else None
+    text = render(evaluators)
     if args.check:
         if not output.exists() or output.read_text(encoding="utf-8") != text:
             sys.stderr.write(f"{output} is out of date: run python grafana/{Path(__file__).name}\n")

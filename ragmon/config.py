@@ -116,6 +116,7 @@ class AgentConfig:
     judge_model_sha256: str | None = None
     judge_int8: bool = True  # local judge: integer matrix products (scoring/local/onnx_int8.py); off = float32
     judge_profile: str | None = None  # local judge: weights/thresholds fitted by `ragmon calibrate --fit`
+    evaluators: str | None = None  # YAML file of user-declared evaluators (docs/evaluators.md)
     # diagnosis: metric -> threshold for every online metric of the quality table (ragmon/quality.py),
     # each entry its own setting (diagnosis_<metric>_threshold), generated from the table
     diagnosis: Mapping[str, float] = field(default_factory=lambda: {m.name: m.threshold for m in quality.ONLINE})
@@ -347,6 +348,9 @@ AGENT_SETTINGS: tuple[Setting, ...] = (
     _s("judge_profile", "RAGMON_JUDGE_PROFILE", parse_optional_str, "NAME",
        "Local judge profile (JSON from `ragmon calibrate --fit`): combination and thresholds fitted to your "
        "domain."),
+    _s("evaluators", "RAGMON_EVALUATORS", parse_optional_str, "FILE",
+       "YAML file of your own evaluators (regex, heuristic, json_schema; llm criteria with the LLM judge), "
+       "each a metric beside the built-in three (docs/evaluators.md); a bad file stops start-up."),
     *(_s(f"diagnosis_{m.name}_threshold", f"RAGMON_DIAGNOSIS_{m.name.upper()}_THRESHOLD", parse_rate,
          "FRACTION", _threshold_help(m), entry=("diagnosis", m.name))
       for m in quality.ONLINE),

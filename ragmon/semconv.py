@@ -145,6 +145,7 @@ M_SCORE: Final = "ragmon_score_ratio"  # histogram {service, pipeline, judge, me
 M_SCORE_SQUARES: Final = "ragmon_score_squared_ratio"  # counter {service, pipeline, judge, metric, sample}: sum of x²
 # counter {service, pipeline, judge, metric, sample}: scores below the metric's threshold
 M_SCORE_FAILURES: Final = "ragmon_score_failures"
+M_EVALUATOR_ERRORS: Final = "ragmon_evaluator_errors"  # counter {metric, reason}
 M_JUDGE_SENSITIVITY: Final = "ragmon_judge_sensitivity_ratio"  # gauge {judge, metric}: P(score < threshold | failing)
 M_JUDGE_SPECIFICITY: Final = "ragmon_judge_specificity_ratio"  # gauge {judge, metric}: P(score >= threshold | passing)
 M_SAMPLE_RATE: Final = "ragmon_sample_rate_ratio"  # gauge {service, pipeline}: the judging rate in use

@@ -114,8 +114,17 @@ class Scores:
     details: Mapping[str, Any] = field(default_factory=dict)
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # user-declared evaluators (``ragmon.evaluators``): name -> 1.0 pass, 0.0 fail, None not judged;
+    # names are checked against the evaluators file where it is loaded, values here
+    custom: Mapping[str, float | None] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        custom: dict[str, float | None] = {}
+        for name, value in self.custom.items():
+            if value is not None and not 0.0 <= float(value) <= 1.0:
+                raise ValueError(f"evaluator {name} = {value!r} is not a ratio in [0, 1]")
+            custom[str(name)] = None if value is None else float(value)
+        object.__setattr__(self, "custom", MappingProxyType(custom))
         checked: dict[str, float | None] = {}
         for name, value in self.values.items():
             if name not in BY_NAME:

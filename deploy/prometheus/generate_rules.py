@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 from pathlib import Path
 from statistics import NormalDist
@@ -492,20 +493,86 @@ def offline_eval_alerts() -> list[dict[str, object]]:
     ]
 
 
-def rules() -> dict[str, object]:
+# --- user-declared evaluators (--evaluators FILE, docs/evaluators.md) ----------------------------------
+# Each scores 1 (pass) or 0 (fail) per judged trace, exported as ragmon_score_ratio_{sum,count}: the
+# pass share of the window is sum / count. Its alert fires when that share is below the evaluator's
+# threshold over at least MIN_EVALUATED_WINDOW rate-sampled traces.
+MIN_EVALUATED_WINDOW = 10
+EVALUATOR_FOR = "5m"
+EVALUATOR_SEVERITY = "warning"
+_EVALUATOR_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
+
+
+def load_evaluators(path: Path) -> list[dict[str, object]]:
+    """Name, threshold, kind and description of each evaluator in ``path`` (the agent validates the
+    rest of the file at its start-up; the names are checked here because they go into PromQL)."""
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    items = data.get("evaluators") if isinstance(data, dict) else None
+    if not isinstance(items, list):
+        raise SystemExit(f"{path}: expected a mapping with an 'evaluators' list")
+    out = []
+    for item in items:
+        name = item.get("name") if isinstance(item, dict) else None
+        if not isinstance(name, str) or not _EVALUATOR_NAME.fullmatch(name):
+            raise SystemExit(f"{path}: evaluator name {name!r} must match [a-z][a-z0-9_]{{0,39}}")
+        threshold = float(item.get("threshold", 0.95))
+        out.append({"name": name, "threshold": threshold, "kind": str(item.get("kind", "")),
+                    "description": str(item.get("description", ""))})
+    return out
+
+
+def evaluator_alert_name(name: str) -> str:
+    return "RagmonEvaluator" + "".join(part.capitalize() for part in name.split("_"))
+
+
+def evaluator_rules(evaluators: list[dict[str, object]]) -> list[dict[str, object]]:
+    """Recording rules for the evaluators' pass share, and one alert per evaluator."""
+    w = WINDOW
+    names = "|".join(str(e["name"]) for e in evaluators)
+    sel = f'metric=~"{names}", {RATE_STREAM}'
+    passed, judged = f"ragmon:evaluator_passed:increase{w}", f"ragmon:evaluator_judged:increase{w}"
+    share = f"ragmon:evaluator_pass_share:ratio{w}"
+    out: list[dict[str, object]] = [
+        {"record": passed, "expr": f"sum by ({SPJM}) (increase(ragmon_score_ratio_sum{{{sel}}}[{w}]))"},
+        {"record": judged, "expr": f"sum by ({SPJM}) (increase(ragmon_score_ratio_count{{{sel}}}[{w}]))"},
+        {"record": share, "expr": f"{passed}\n/ on({SPJM})\n({judged} > 0)"},
+    ]
+    args = "$labels.service $labels.pipeline $labels.judge $labels.metric"
+    n = _q(f'"{judged}{{service=%q,pipeline=%q,judge=%q,metric=%q}}" {args}')
+    for e in evaluators:
+        name, threshold = str(e["name"]), float(e["threshold"])  # type: ignore[arg-type]
+        m_sel = f'{{metric="{name}"}}'
+        about = f" ({e['description']})" if e["description"] else ""
+        out.append(_alert(
+            evaluator_alert_name(name),
+            f"{share}{m_sel} < {_r(threshold)}\nand on({SPJM}) {judged}{m_sel} >= {MIN_EVALUATED_WINDOW}",
+            EVALUATOR_FOR,
+            EVALUATOR_SEVERITY,
+            f"{name} passes {{{{ $value | humanizePercentage }}}} of answers of "
+            f"{{{{ $labels.service }}}}/{{{{ $labels.pipeline }}}} (threshold {_r(threshold)})",
+            f"The declared evaluator {name}{about} passed {{{{ $value | humanizePercentage }}}} of {n} "
+            f"rate-sampled traces in the last {w}, below its threshold {_r(threshold)}. The failing traces are "
+            "in the agent's /worst (their reasons under details.evaluators in /traces/{id}).",
+            {"evaluator": name},
+        ))
+    return out
+
+
+def rules(evaluators: list[dict[str, object]] | None = None) -> dict[str, object]:
     # Rules in one group run in order, so each alert sits in the group of the recording rules it
     # reads and always sees their value from the same evaluation. Only the 7d baseline lives in
     # its own slower group: 7-day rates are the most expensive rules here and change slowly.
     rec = recording_rules()
-    return {
-        "groups": [
-            {"name": "ragmon-quality", "interval": "1m", "rules": [*rec["quality"], *quality_alerts()]},
-            {"name": "ragmon-baseline", "interval": "5m", "rules": rec["baseline"]},
-            {"name": "ragmon-latency", "interval": "30s", "rules": [*rec["latency"], *latency_alerts()]},
-            {"name": "ragmon-health", "interval": "1m", "rules": [*rec["health"], *health_alerts()]},
-            {"name": "ragmon-offline-eval", "interval": "1m", "rules": offline_eval_alerts()},
-        ]
-    }
+    groups: list[dict[str, object]] = [
+        {"name": "ragmon-quality", "interval": "1m", "rules": [*rec["quality"], *quality_alerts()]},
+        {"name": "ragmon-baseline", "interval": "5m", "rules": rec["baseline"]},
+        {"name": "ragmon-latency", "interval": "30s", "rules": [*rec["latency"], *latency_alerts()]},
+        {"name": "ragmon-health", "interval": "1m", "rules": [*rec["health"], *health_alerts()]},
+        {"name": "ragmon-offline-eval", "interval": "1m", "rules": offline_eval_alerts()},
+    ]
+    if evaluators:
+        groups.append({"name": "ragmon-evaluators", "interval": "1m", "rules": evaluator_rules(evaluators)})
+    return {"groups": groups}
 
 
 class _Dumper(yaml.SafeDumper):
@@ -526,8 +593,8 @@ HEADER = (
 )
 
 
-def render() -> str:
-    return HEADER + yaml.dump(rules(), Dumper=_Dumper, sort_keys=False, width=100_000, allow_unicode=True)
+def render(evaluators: list[dict[str, object]] | None = None) -> str:
+    return HEADER + yaml.dump(rules(evaluators), Dumper=_Dumper, sort_keys=False, width=100_000, allow_unicode=True)
 
 
 def render_prometheus_rule() -> str:
@@ -551,14 +618,19 @@ def main(argv: list[str] | None = None) -> int:
     drill.add_argument("--window", help=f"quality window instead of {WINDOW}, e.g. 5m")
     drill.add_argument("--baseline", help=f"quality baseline instead of {BASELINE}, e.g. 1h")
     drill.add_argument("--quality-for", help=f"for: of the quality alerts instead of {QUALITY_FOR}, e.g. 2m")
+    parser.add_argument("--evaluators", type=Path, metavar="FILE.yaml",
+                        help="add a group with an alert per declared evaluator (docs/evaluators.md); needs --output")
     args = parser.parse_args(argv)
+    if args.evaluators is not None and args.output is None:
+        parser.error("--evaluators writes your own rules file: give it with --output")
     if args.output is not None:
         g = globals()
         for name, value in (("WINDOW", args.window), ("BASELINE", args.baseline), ("QUALITY_FOR", args.quality_for),
                             ("FLOOR_FOR", args.quality_for)):
             if value:
                 g[name] = value
-        args.output.write_text(render(), encoding="utf-8")
+        evaluators = load_evaluators(args.evaluators) if args.evaluators is not None else None
+        args.output.write_text(render(evaluators), encoding="utf-8")
         print(f"wrote {args.output}")
         return 0
     outputs = {OUTPUT: render(), PROMETHEUS_RULE: render_prometheus_rule()}

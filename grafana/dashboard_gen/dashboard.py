@@ -24,6 +24,7 @@ from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models import dashboard as dm
 
 from .common import DS, RAG_ONLY, R
+from .evaluators import evaluator_rows
 from .panels import Layout
 from .rows_operations import judge_rows, kafka_rows, latency_rows, offline_eval_rows, traffic_rows
 from .rows_quality import diagnosis_rows, priority_rows, quality_rows, sampling_rows
@@ -164,9 +165,10 @@ def annotation_queries() -> list[cogbuilder.Builder[dm.AnnotationQuery]]:
     return [builtin, Built(alerts), Built(releases)]
 
 
-def build_dashboard() -> db.Dashboard:
+def build_dashboard(evaluators: list[dict[str, object]] | None = None) -> db.Dashboard:
     lay = Layout()
     quality_rows(lay)
+    evaluator_rows(lay, evaluators or [])
     diagnosis_rows(lay)
     priority_rows(lay)
     sampling_rows(lay)
@@ -193,5 +195,5 @@ def build_dashboard() -> db.Dashboard:
     return lay.apply(dashboard)
 
 
-def render() -> str:
-    return json.dumps(build_dashboard().build(), cls=JSONEncoder, indent=2, ensure_ascii=False) + "\n"
+def render(evaluators: list[dict[str, object]] | None = None) -> str:
+    return json.dumps(build_dashboard(evaluators).build(), cls=JSONEncoder, indent=2, ensure_ascii=False) + "\n"

@@ -11,6 +11,8 @@ from prometheus_client import CollectorRegistry
 
 from .._log import LogOnce
 from ..config import AgentConfig
+from ..errors import ConfigError
+from ..evaluators import EvaluatorFileError, EvaluatorSet, load_evaluators
 from ..export.inspector import RecentTraces
 from ..export.latency import SlidingQuantile
 from ..export.metrics import AgentMetrics
@@ -78,6 +80,7 @@ class Agent(LifecycleMixin):
         self._stream: dict[str, str] = {}  # trace id -> sample stream (rate | priority) while in flight
         self._releases = ReleaseTracker(self.metrics.release, config.metrics_max_label_values)
         self._thresholds = config.diagnosis_thresholds()
+        self._evaluators = _evaluator_set(config.evaluators)
         self._youden: dict[str, float] = {}  # metric -> the judge's J, set at start (scoring/error_rates.py)
         self._worst = WorstTraces(config.worst_size, config.worst_max_chars, clock=clock)
         self._inspector = (RecentTraces(config.trace_inspector_size, config.trace_inspector_max_chars)
@@ -111,3 +114,13 @@ class Agent(LifecycleMixin):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
+
+
+def _evaluator_set(path: str | None) -> EvaluatorSet:
+    """The declared evaluators (none without --evaluators); a bad file is a ConfigError naming its line."""
+    if not path:
+        return EvaluatorSet()
+    try:
+        return EvaluatorSet(load_evaluators(path))
+    except EvaluatorFileError as exc:
+        raise ConfigError("--evaluators", str(exc)) from None

@@ -10,6 +10,7 @@ from typing import Any
 
 from .. import semconv as sc
 from .._security import server_ssl_context
+from ..evaluators.judging import check_criteria_judge, criteria_of
 from ..export.server import MetricsServer
 from ..ingest.settings import HttpReceiverSettings, KafkaSourceSettings
 from ..ingest.source import SpanSource
@@ -29,7 +30,9 @@ class LifecycleMixin(TraceStepsMixin):
             from ..scoring.factory import JudgeSettings, build_judge
 
             # Loading the local model takes a moment; keep the loop responsive.
-            self._judge = await asyncio.to_thread(build_judge, self.config.section(JudgeSettings), self.metrics)
+            self._judge = await asyncio.to_thread(build_judge, self.config.section(JudgeSettings), self.metrics,
+                                                  criteria_of(self._evaluators.specs))
+        check_criteria_judge(self._judge.name, self._evaluators.specs)
         identity = judge_identity(self._judge)
         self.metrics.judge_info.labels(identity.judge, identity.version, identity.profile).set(1)
         self._export_error_rates()

@@ -13,6 +13,7 @@ from typing import Any
 
 from .._log import LogOnce
 from ..config import AgentConfig
+from ..evaluators import EvaluatorSet
 from ..export.inspector import RecentTraces
 from ..export.latency import SlidingQuantile
 from ..export.metrics import AgentMetrics
@@ -71,6 +72,7 @@ class AgentState:
     _thresholds: dict[str, float]
     _youden: dict[str, float]
     _worst: WorstTraces
+    _evaluators: EvaluatorSet
     _inspector: RecentTraces | None
     _recent: RecentIds
     _p95: dict[tuple[str, str, str], SlidingQuantile]

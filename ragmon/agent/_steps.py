@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
 from collections.abc import Callable, Hashable, Iterator, Sequence
 
@@ -251,6 +252,33 @@ class TraceStepsMixin(LatencyOnlyMixin, AdmissionMixin):
         self._record_scores(trace, scores, judge_name)
         self._account(closed)
 
+    @property
+    def _evaluator_roles(self) -> dict[str, str]:
+        return {e.name: e.role for e in self._evaluators.specs if e.role}
+
+    def _record_evaluators(self, trace: RagTrace, scores: Scores, labels: tuple[str, str, str, str]) -> Scores:
+        """Run the declared evaluators (the LLM judge's criteria verdicts are in ``scores.custom``);
+        export each as ragmon_score_ratio{metric=<name>}; return the scores with theirs added."""
+        results = self._evaluators.run(trace.question, trace.answer, trace.contexts, scores.custom)
+        service, pipeline, judge_name, stream = labels
+        for name, value in results.scores.items():
+            if value is None:
+                continue
+            if self._evaluators.by_name[name].buckets:
+                self.metrics.score.labels(service, pipeline, judge_name, name, stream).observe(value)
+            elif stream == sc.SAMPLE_STREAM_RATE:
+                # compact: the unbiased stream only (3 series per evaluator and pair); priority-stream
+                # verdicts are shown in /worst and /traces/{id}, not exported
+                self.metrics.score_family.observe_compact((service, pipeline, judge_name, name, stream), value)
+        for name, reason in results.errors:
+            self.metrics.evaluator_errors.labels(name, reason).inc()
+            self._log_once.warning(f"evaluator:{name}:{reason}", "evaluator %s could not judge a trace (%s); "
+                                   "counted in ragmon_evaluator_errors_total, logged once", name, reason)
+        details = dict(scores.details)
+        if results.reasons:
+            details["evaluators"] = dict(results.reasons)
+        return dataclasses.replace(scores, custom=results.scores, details=details)
+
     def _record_scores(self, trace: RagTrace, scores: Scores, judge_name: str) -> None:
         service, pipeline = self.metrics.labels_sp(trace.service, trace.pipeline)
         m = self.metrics
@@ -273,16 +301,19 @@ class TraceStepsMixin(LatencyOnlyMixin, AdmissionMixin):
         if stream == sc.SAMPLE_STREAM_RATE:
             # the sampler sizes the sample for the alerts' test: failing shares, in the corrected unit
             self._power.observe_shares((service, pipeline), failing_flags, self._youden)
-        verdict, reason = diagnose(scores, self._thresholds)
+        if self._evaluators:
+            scores = self._record_evaluators(trace, scores, (service, pipeline, judge_name, stream))
+        verdict, reason = diagnose(scores, self._thresholds, self._evaluator_roles)
         m.diagnosis.labels(service, pipeline, verdict).inc()
         detail = scores.details.get("reason") if isinstance(scores.details, dict) else None
+        shown = {**values, **{k: v for k, v in scores.custom.items() if v is not None}}
         self._worst.offer(
-            trace_id=trace.trace_id, service=trace.service, pipeline=trace.pipeline, scores=values,
+            trace_id=trace.trace_id, service=trace.service, pipeline=trace.pipeline, scores=shown,
             verdict=verdict, reason=reason, question=trace.question, answer=trace.answer,
             detail=str(detail) if detail is not None else None,
         )
         if self._inspector is not None:
-            self._inspector.record(trace, scores=values, verdict=verdict, reason=reason, judge=judge_name,
+            self._inspector.record(trace, scores=shown, verdict=verdict, reason=reason, judge=judge_name,
                                    details=scores.details)
         for listener in self._listeners:
             try:

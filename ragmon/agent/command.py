@@ -46,7 +46,7 @@ AGENT_HELP_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("trace extraction", ("PIPELINE_", "DOC_ID_")),
     ("sampler", ("SAMPLER_",)),
     ("judge", ("JUDGE",)),
-    ("diagnosis", ("DIAGNOSIS_",)),
+    ("diagnosis and evaluators", ("DIAGNOSIS_", "EVALUATORS")),
     ("worst traces, trace inspector, judged-trace export", ("WORST_", "TRACE_", "EXPORT_")),
     ("kafka source", ("KAFKA_",)),
     ("process", ("LOG_", "SHUTDOWN_")),

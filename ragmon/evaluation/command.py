@@ -16,7 +16,11 @@ import sys
 from pathlib import Path
 from typing import Any, Final
 
+from .. import env
+from ..config import SETTINGS_BY_NAME
 from ..errors import ConfigError, EvalInputError, GateRuleError, ModelError, PushgatewayError
+from ..evaluators import EvaluatorFileError, EvaluatorSet, load_evaluators
+from ..evaluators.judging import check_criteria_judge, criteria_of
 from ..scoring.judge import Judge
 from ..scoring.metrics.citations import DEFAULT_CITATION_PATTERN
 from . import gate as gates
@@ -109,17 +113,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no terminal summary")
     parser.add_argument("--judge-profile", default=None, metavar="PROFILE.json",
                         help="local judge profile from `ragmon calibrate --fit` (or RAGMON_JUDGE_PROFILE)")
+    evaluators_env = SETTINGS_BY_NAME["evaluators"].env  # the agent's variable: one file for both
+    parser.add_argument("--evaluators", default=env.read(evaluators_env), metavar="FILE.yaml",
+                        help="your own evaluators (docs/evaluators.md): one report row each and a default fail "
+                             f"rule '<name> < <threshold>' (or {evaluators_env})")
 
 
-def make_judge(args: argparse.Namespace) -> Judge | None:
-    """The judge the agent would use with the same settings (RAGMON_JUDGE_* honoured)."""
+def make_judge(args: argparse.Namespace, evaluators: EvaluatorSet | None = None) -> Judge | None:
+    """The judge the agent would use with the same settings (RAGMON_JUDGE_* honoured); ``llm``
+    evaluators need the LLM judge (ConfigError otherwise)."""
+    specs = evaluators.specs if evaluators else ()
+    check_criteria_judge(args.judge, specs)
     if args.judge == "none":
         return None
     from ..scoring.factory import build_judge, judge_settings
 
     return build_judge(judge_settings({"judge": args.judge, "judge_base_url": args.judge_base_url,
                                        "judge_model": args.judge_model,
-                                       "judge_profile": getattr(args, "judge_profile", None)}))
+                                       "judge_profile": getattr(args, "judge_profile", None)}),
+                       criteria=criteria_of(specs))
+
+
+def load_evaluator_file(args: argparse.Namespace) -> EvaluatorSet:
+    path = getattr(args, "evaluators", None)
+    if not path:
+        return EvaluatorSet()
+    try:
+        return EvaluatorSet(load_evaluators(path))
+    except EvaluatorFileError as exc:
+        raise EvalInputError(f"--evaluators {exc}") from None
 
 
 def _options(args: argparse.Namespace) -> EvalOptions:
@@ -148,9 +170,10 @@ def _options(args: argparse.Namespace) -> EvalOptions:
             n_resamples=args.bootstrap, seed=args.seed, worst=args.worst, judge_label=args.judge,
         )
         # the default recall rule sits at the run's primary cut-off, known once the options resolve it
+        evaluators = load_evaluator_file(args)
         rules = parse_rules(args.fail_if, args.warn_if, defaults=not args.no_default_rules,
-                            primary_k=options.primary_k or gates.DEFAULT_PRIMARY_K)
-        return dataclasses.replace(options, rules=rules)
+                            primary_k=options.primary_k or gates.DEFAULT_PRIMARY_K, evaluators=evaluators)
+        return dataclasses.replace(options, rules=rules, evaluators=evaluators)
     except ValueError as exc:
         raise EvalInputError(str(exc)) from exc
 
@@ -201,7 +224,7 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         options = _options(args)
-        judge = make_judge(args)
+        judge = make_judge(args, options.evaluators)
         report = asyncio.run(_run(args, options, judge))
         write_outputs(args, report)
     except (EvalInputError, GateRuleError) as exc:

@@ -9,6 +9,7 @@ retrieval metrics and records the failure (``judge_failed``) in the row's proble
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from typing import Any
 
 from .. import semconv as sc
 from ..errors import JudgeError
+from ..evaluators import EvaluatorSet
 from ..scoring.judge import EvalJudge, EvalRequest, Judge
 from ..scoring.metrics.citations import DEFAULT_CITATION_PATTERN
 from ..scoring.metrics.diagnosis import diagnose
@@ -36,6 +38,7 @@ class ScoringOptions:
     thresholds: Mapping[str, float] | None = None  # diagnosis thresholds (None: the table's)
     citation_pattern: str | None = DEFAULT_CITATION_PATTERN  # None: no citation metrics
     judge_concurrency: int = 4
+    evaluators: EvaluatorSet | None = None  # --evaluators: run on every observed row
 
 
 def retrieval_part(row: GoldenRow, observation: Observation, options: ScoringOptions) -> tuple[dict[str, float | None],
@@ -84,11 +87,15 @@ def combine(row: GoldenRow, observation: Observation, scores: Scores | None, jud
     details: dict[str, Any] = {}
     verdict: str | None = None
     reason = ""
+    if options.evaluators:
+        scores = _with_evaluators(observation, scores, options.evaluators)
+    roles = {e.name: e.role for e in options.evaluators.specs if e.role} if options.evaluators else None
     if scores is not None:
         metrics.update(scores.values)
+        metrics.update(scores.custom)
         details = dict(scores.details)
-        if scores.as_dict():
-            verdict, reason = diagnose(scores, options.thresholds)
+        if scores.as_dict() or any(v is not None for v in scores.custom.values()):
+            verdict, reason = diagnose(scores, options.thresholds, roles)
     metrics[gate.COMPOSITE] = gate.composite_score(metrics, row.question_type, options.primary_k)
     if judge_problem is not None:
         details["judge_problem"] = judge_problem.message
@@ -97,6 +104,17 @@ def combine(row: GoldenRow, observation: Observation, scores: Scores | None, jud
         reason = f"{miss} at k={options.primary_k}" + (f"; {reason}" if reason else "")
     return RowResult(row=row, observation=observation, metrics=metrics, verdict=verdict, verdict_reason=reason,
                      miss_class=miss, details=details)
+
+
+def _with_evaluators(observation: Observation, scores: Scores | None, evaluators: EvaluatorSet) -> Scores:
+    """The row's scores with the declared evaluators' (the LLM judge's criteria verdicts are in
+    ``scores.custom``; a criterion without one is None, like a metric that cannot be computed)."""
+    trace = observation.trace
+    assert trace is not None
+    results = evaluators.run(trace.question, trace.answer, trace.contexts, scores.custom if scores else None)
+    base = scores if scores is not None else Scores({})
+    details = {**base.details, **({"evaluators": dict(results.reasons)} if results.reasons else {})}
+    return dataclasses.replace(base, custom=results.scores, details=details)
 
 
 async def score_rows(

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import semconv as sc
+from ..evaluators import EvaluatorSet
 from ..scoring.judge import Judge
 from ..scoring.metrics.citations import DEFAULT_CITATION_PATTERN
 from . import gate as gates
@@ -54,6 +55,7 @@ class EvalOptions:
     worst: int = 10
     judge_label: str = "none"
     extra_problems: tuple[RowProblem, ...] = field(default_factory=tuple)
+    evaluators: EvaluatorSet = field(default_factory=EvaluatorSet)  # --evaluators: one metric each
 
     def __post_init__(self) -> None:
         sources = [s for s in (self.app, self.responses, self.traces) if s is not None]
@@ -91,7 +93,8 @@ async def evaluate(options: EvalOptions, judge: Judge | None, progress: Progress
     golden = golden if golden is not None else load_golden_set(options.evalset)
     observations, stray = await observe(golden, options, progress)
     scoring = ScoringOptions(ks=options.ks, primary_k=_primary_k(options), thresholds=options.thresholds,
-                             citation_pattern=options.citation_pattern, judge_concurrency=options.judge_concurrency)
+                             citation_pattern=options.citation_pattern, judge_concurrency=options.judge_concurrency,
+                             evaluators=options.evaluators)
 
     def step(done: int, total: int) -> None:
         if progress is not None:
@@ -142,14 +145,18 @@ def _app_label(options: EvalOptions) -> str | None:
 
 
 def parse_rules(fail_if: Sequence[str], warn_if: Sequence[str], defaults: bool,
-                primary_k: int = gates.DEFAULT_PRIMARY_K) -> tuple[gates.GateRule, ...]:
+                primary_k: int = gates.DEFAULT_PRIMARY_K,
+                evaluators: EvaluatorSet | None = None) -> tuple[gates.GateRule, ...]:
     """The gate's rules: the defaults at ``primary_k`` (unless turned off), then --fail-if, then --warn-if.
 
     A --fail-if/--warn-if on the same metric, kind and severity as a default replaces that default
     (``--fail-if "composite drop > 0.2"`` replaces the failing composite default, not the warning).
+    Each declared evaluator adds a default fail rule: its pass share below its ``threshold``.
     """
     explicit = [gates.parse_rule(t, gates.SEVERITY_FAIL) for t in fail_if]
     explicit += [gates.parse_rule(t, gates.SEVERITY_WARN) for t in warn_if]
     taken = {(r.metric, r.kind, r.severity) for r in explicit}
-    kept = [r for r in gates.default_rules(primary_k) if (r.metric, r.kind, r.severity) not in taken]
+    declared = [gates.parse_rule(f"{e.name} < {e.threshold:g}", gates.SEVERITY_FAIL)
+                for e in (evaluators.specs if evaluators else ())]
+    kept = [r for r in (*gates.default_rules(primary_k), *declared) if (r.metric, r.kind, r.severity) not in taken]
     return (*kept, *explicit) if defaults else tuple(explicit)

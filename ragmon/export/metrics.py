@@ -14,6 +14,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 
 from .. import semconv as sc
 from .._version import __version__
+from .score_family import ScoreFamily
 
 # 10 ms - 5 s retrievals need resolution around the 500 ms target for P95.
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.75, 1.0,
@@ -125,7 +126,11 @@ class AgentMetrics:
         self.retrieved_documents = Histogram(sc.M_RETRIEVED_DOCUMENTS, "Documents returned per retrieval.", SP, buckets=DOCUMENT_COUNT_BUCKETS, registry=r)
 
         # scores and diagnosis
-        self.score = Histogram(sc.M_SCORE, "Judge scores in [0, 1] by metric (faithfulness, answer_relevancy, context_precision) and sampling stream (sample=rate: unbiased, what means and drop alerts read; priority: errors, negative feedback, slow or weak retrievals).", [*SP, sc.L_JUDGE, sc.L_METRIC, sc.L_SAMPLE], buckets=SCORE_BUCKETS, registry=r)
+        score_labels = [*SP, sc.L_JUDGE, sc.L_METRIC, sc.L_SAMPLE]
+        self.score = Histogram(sc.M_SCORE, "Judge scores in [0, 1] by metric (faithfulness, answer_relevancy, context_precision, and each evaluator declared with --evaluators: 1 pass, 0 fail, _sum and _count only unless it declares buckets) and sampling stream (sample=rate: unbiased, what means and drop alerts read; priority: errors, negative feedback, slow or weak retrievals).", score_labels, buckets=SCORE_BUCKETS, registry=None)
+        # registered through the family collector: evaluators' compact series join the same family
+        self.score_family = ScoreFamily(self.score, score_labels)
+        r.register(self.score_family)
         self.score_squares = Counter(sc.M_SCORE_SQUARES, "Sum of squared judge scores, beside ragmon_score_ratio_sum/_count: the variance behind the drop alerts' significance test.", [*SP, sc.L_JUDGE, sc.L_METRIC, sc.L_SAMPLE], registry=r)
         self.score_failures = Counter(sc.M_SCORE_FAILURES, "Judged traces whose score is below the metric's threshold (--diagnosis-<metric>-threshold): the failing share the drop alerts test.", [*SP, sc.L_JUDGE, sc.L_METRIC, sc.L_SAMPLE], registry=r)
         self.judge_sensitivity = Gauge(sc.M_JUDGE_SENSITIVITY, "Share of failing answers (human label) the judge scores below the threshold, from its profile or measured defaults; the alert rules correct shares with it.", [sc.L_JUDGE, sc.L_METRIC], registry=r)
@@ -138,6 +143,7 @@ class AgentMetrics:
         self.diagnosis = Counter(sc.M_DIAGNOSIS, "Scored traces by diagnosis verdict (ok, retrieval_failure, generation_failure, both).", [*SP, sc.L_VERDICT], registry=r)
 
         # judge
+        self.evaluator_errors = Counter(sc.M_EVALUATOR_ERRORS, "Declared evaluators that could not judge a trace, by reason (missing_verdict: the LLM judge's reply left the criterion out; timeout: a regex ran past its time limit; no_answer, no_question, no_letters); the score is left out, never guessed.", [sc.L_METRIC, sc.L_REASON], registry=r)
         self.judge_duration = Histogram(sc.M_JUDGE_DURATION, "Time to score one trace.", [sc.L_JUDGE], buckets=JUDGE_DURATION_BUCKETS, registry=r)
         self.judge_requests = Counter(sc.M_JUDGE_REQUESTS, "Judge API requests by outcome (ok, retry, http_error, timeout, rate_limited, invalid_reply, circuit_open).", [sc.L_JUDGE, sc.L_OUTCOME], registry=r)
         self.judge_tokens = Counter(sc.M_JUDGE_TOKENS, "Judge tokens used (kind=prompt|completion), from the API's usage or estimated.", [sc.L_JUDGE, sc.L_KIND], registry=r)

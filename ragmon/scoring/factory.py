@@ -10,13 +10,13 @@ its own settings.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..config import load_section
 from ..config_checks import check_judge_endpoint
-from .judge import Judge, JudgeMetrics
+from .judge import Criterion, Judge, JudgeMetrics
 
 if TYPE_CHECKING:
     from .llm import LlmJudgeSettings
@@ -61,8 +61,10 @@ def judge_settings(overrides: Mapping[str, Any] | None = None,
     return load_section(JudgeSettings, overrides, environ)
 
 
-def build_judge(settings: JudgeSettings, metrics: JudgeMetrics | None = None) -> Judge:
-    """``local`` -> the offline model; ``llm`` -> the OpenAI-compatible LLM judge."""
+def build_judge(settings: JudgeSettings, metrics: JudgeMetrics | None = None,
+                criteria: Sequence[Criterion] = ()) -> Judge:
+    """``local`` -> the offline model; ``llm`` -> the OpenAI-compatible LLM judge (``criteria``: the
+    user-declared llm evaluators it judges inside its compact call; the local judge has none)."""
     if settings.judge == "local":
         from .local import LocalJudge  # heavy imports only for the judge actually used
 
@@ -72,7 +74,7 @@ def build_judge(settings: JudgeSettings, metrics: JudgeMetrics | None = None) ->
     if settings.judge == "llm":
         from .llm import LlmJudge
 
-        return LlmJudge(llm_settings(settings), metrics=metrics)
+        return LlmJudge(llm_settings(settings), metrics=metrics, criteria=criteria)
     raise ValueError(f"unknown judge {settings.judge!r}")
 
 

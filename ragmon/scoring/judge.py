@@ -13,6 +13,16 @@ CIRCUIT_OPEN: Final = "open"
 CIRCUIT_HALF_OPEN: Final = "half_open"
 
 
+@dataclass(frozen=True, slots=True)
+class Criterion:
+    """A user-declared ``llm`` evaluator as the LLM judge sees it: a yes/no question in words,
+    judged inside the compact call; ``pass_when`` is the answer that passes (``yes`` or ``no``)."""
+
+    name: str
+    question: str
+    pass_when: str = "yes"
+
+
 @runtime_checkable
 class Judge(Protocol):
     """Scores one trace.

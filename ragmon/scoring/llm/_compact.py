@@ -4,21 +4,38 @@ comes from embeddings, so it costs no further LLM call."""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
+
 from ... import semconv as sc
 from ...types import Scores
+from ..judge import Criterion
 from ..metrics import formulas
 from . import prompts as p
 from ._calls import TraceCalls
 from ._settings import NAME
+from .criteria import criteria_messages, criteria_only_schema, parse_criteria, with_criteria, with_criteria_schema
 from .verdicts import CompactVerdict, compact_schema, parse_compact
 
 
-async def score_compact(calls: TraceCalls, inp: p.JudgeInput) -> Scores:
+async def score_compact(calls: TraceCalls, inp: p.JudgeInput, criteria: Sequence[Criterion] = ()) -> Scores:
+    """One chat call; user-declared ``criteria`` are judged inside it (``criteria.py``)."""
     n = len(inp.contexts)
-    verdict = await calls.json(
-        p.compact_messages(inp), "rag_judgement", compact_schema(n), lambda o: parse_compact(o, n)
+    verdict, judged = await calls.json(
+        with_criteria(p.compact_messages(inp), criteria), "rag_judgement",
+        with_criteria_schema(compact_schema(n), criteria),
+        lambda o: (parse_compact(o, n), parse_criteria(o, criteria)),
     )
-    return await compact_scores(calls, inp, verdict)
+    scores = await compact_scores(calls, inp, verdict)
+    return dataclasses.replace(scores, custom=judged) if criteria else scores
+
+
+async def score_criteria(
+    calls: TraceCalls, inp: p.JudgeInput, criteria: Sequence[Criterion]
+) -> dict[str, float | None]:
+    """The criteria in a call of their own (parity mode, offline evaluation)."""
+    return await calls.json(criteria_messages(inp, criteria), "rag_criteria", criteria_only_schema(criteria),
+                            lambda o: parse_criteria(o, criteria))
 
 
 async def compact_scores(calls: TraceCalls, inp: p.JudgeInput, verdict: CompactVerdict) -> Scores:

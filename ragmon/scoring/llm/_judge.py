@@ -8,19 +8,19 @@ import dataclasses
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import httpx
 
 from ...errors import JudgeError
 from ...types import RagTrace, Scores
-from ..judge import EvalRequest, JudgeMetrics
+from ..judge import Criterion, EvalRequest, JudgeMetrics
 from ..metrics import abstention, citations
 from . import prompts as p
 from ._calls import Embeddings, SupportsEmbed, TraceCalls
 from ._chat import ChatClient, Usage
-from ._compact import score_compact
+from ._compact import score_compact, score_criteria
 from ._eval import EvalTask, score_eval
 from ._http import JudgeHttp
 from ._parity import score_parity
@@ -58,6 +58,7 @@ class LlmJudge:
         wall_clock: Callable[[], float] = time.time,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rng: random.Random | None = None,
+        criteria: Sequence[Criterion] = (),
         **overrides: Any,
     ) -> None:
         if settings is None:
@@ -67,6 +68,10 @@ class LlmJudge:
         self.settings = settings
         self.model = settings.model
         self.mode = settings.mode
+        # user-declared llm evaluators, judged inside the compact call (criteria.py)
+        self.criteria: tuple[Criterion, ...] = tuple(criteria)
+        self._criteria_key = ({"criteria": [[c.name, c.question, c.pass_when] for c in self.criteria]}
+                              if self.criteria else None)
         self._metrics = metrics
         self._http = JudgeHttp(settings, metrics, transport=transport, clock=clock, sleep=sleep, rng=rng)
         self._chat = ChatClient(self._http, settings, metrics)
@@ -96,7 +101,8 @@ class LlmJudge:
     # --- the Judge protocol ------------------------------------------------------------------
     async def score(self, trace: RagTrace) -> Scores:
         question, answer, contexts = trace.question or "", trace.answer or "", trace.contexts
-        key = content_key(mode=self.mode, model=self.model, question=question, contexts=contexts, answer=answer)
+        key = content_key(mode=self.mode, model=self.model, question=question, contexts=contexts, answer=answer,
+                          extra=self._criteria_key)
         return await self._cached(key, lambda: self._score_uncached(question, contexts, answer))
 
     async def score_for_eval(self, trace: RagTrace, request: EvalRequest) -> Scores:
@@ -120,6 +126,7 @@ class LlmJudge:
             "expect_abstention": request.expect_abstention,
             "document_ids": [d.id for d in trace.documents if d.content] if cmap is not None else None,
             "raw_answer": answer,
+            **(self._criteria_key or {}),
         }
         key = content_key(
             mode=self.mode, model=self.model, question=question, contexts=contexts, answer=judged, extra=extra
@@ -175,9 +182,12 @@ class LlmJudge:
             if task is not None:
                 scores = await score_eval(calls, inp, task, self.mode)
             elif self.mode == "compact":
-                scores = await score_compact(calls, inp)
+                scores = await score_compact(calls, inp, self.criteria)
             else:
                 scores = await score_parity(calls, inp)
+            if self.criteria and (task is not None or self.mode != "compact"):
+                # parity mode and the evaluation prompt: the criteria in one call of their own
+                scores = dataclasses.replace(scores, custom=await score_criteria(calls, inp, self.criteria))
         except JudgeError:
             raise
         except Exception as exc:  # a bug must still end as an accounted failure, not a crash

@@ -52,8 +52,12 @@ def thresholds(overrides: Mapping[str, float] | None = None) -> dict[str, float]
     return out
 
 
-def diagnose(scores: Scores, limits: DiagnosisThresholds | None = None) -> tuple[str, str]:
-    """Return (verdict, short reason) with verdict in ``semconv.VERDICTS``."""
+def diagnose(scores: Scores, limits: DiagnosisThresholds | None = None,
+             evaluator_roles: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """Return (verdict, short reason) with verdict in ``semconv.VERDICTS``.
+
+    ``evaluator_roles``: the user-declared evaluators that take part (name -> role); one fails a
+    trace when it scored 0 (fail)."""
     limits = limits or {}
     failed: dict[str, list[str]] = {ROLE_RETRIEVAL: [], ROLE_GROUNDING: [], ROLE_ANSWER: []}
     reasons = []
@@ -64,6 +68,12 @@ def diagnose(scores: Scores, limits: DiagnosisThresholds | None = None) -> tuple
             continue
         failed[spec.role].append(name)
         reasons.append(f"{name} {value:.2f} < {limit:g}")
+    for name, role in (evaluator_roles or {}).items():
+        value = scores.custom.get(name)
+        if value is None or role not in failed or value >= 0.5:
+            continue
+        failed[role].append(name)
+        reasons.append(f"{name} failed")
     retrieval_bad = bool(failed[ROLE_RETRIEVAL])
     # off-topic contexts explain an off-topic answer; only a hallucination is generation's own fault
     generation_bad = bool(failed[ROLE_GROUNDING]) or (bool(failed[ROLE_ANSWER]) and not retrieval_bad)
