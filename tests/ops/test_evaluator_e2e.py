@@ -26,19 +26,23 @@ from .stack import Prometheus, scrape_config, shrink_rules, wait_for
 pytestmark = [pytest.mark.prometheus, pytest.mark.timeout(300)]
 
 WINDOWS = {"1h": "20s", "7d": "3m", "5m": "20s", "10m": "20s", "15m": "20s"}
-EVALUATORS = "evaluators:\n  - {name: no_pii, kind: regex, pattern: '@example\\.com', pass_when: no_match, threshold: 1.0}\n"
+EVALUATORS = ("evaluators:\n"
+              "  - {name: no_pii, kind: regex, pattern: '@example\\.com', pass_when: no_match, threshold: 1.0}\n")
 FIRING = 'ALERTS{alertname="RagmonEvaluatorNoPii", alertstate="firing"}'
 LEAK = Request("How much does the Pro plan cost per month?", CONTEXTS,
                "The Pro plan costs 49 dollars per month; ask jane@example.com for an invoice.")
+
+
+def _generate(evaluators: Path, output: Path) -> None:
+    subprocess.run([sys.executable, str(REPO / "deploy" / "prometheus" / "generate_rules.py"), "--evaluators",
+                    str(evaluators), "--output", str(output)], check=True, timeout=60, capture_output=True)
 
 
 async def test_a_leak_fires_the_generated_evaluator_alert(tmp_path: Path) -> None:
     require_binary("prometheus")
     (tmp_path / "evaluators.yaml").write_text(EVALUATORS)
     generated = tmp_path / "generated.yml"
-    subprocess.run([sys.executable, str(REPO / "deploy" / "prometheus" / "generate_rules.py"), "--evaluators",
-                    str(tmp_path / "evaluators.yaml"), "--output", str(generated)], check=True, timeout=60,
-                   capture_output=True)
+    await asyncio.to_thread(_generate, tmp_path / "evaluators.yaml", generated)
     rules = tmp_path / "rules.yml"
     rules.write_text(shrink_rules(WINDOWS, for_="3s", interval="1s", minimums={10: 3}, source=generated, day="20s"))
     config = load_agent_config({"receiver_port": 0, "metrics_port": 0, "sample_rate": 1.0, "trace_timeout_s": 1.0,
