@@ -166,6 +166,12 @@ M_JUDGE_CACHE_HITS: Final = "ragmon_judge_cache_hits"  # counter {judge}
 M_JUDGE_CIRCUIT_OPEN: Final = "ragmon_judge_circuit_open"  # gauge {judge}: 1 while open
 M_JUDGE_BUDGET_REMAINING: Final = "ragmon_judge_budget_remaining_tokens"  # gauge {window}
 M_DIAGNOSIS: Final = "ragmon_diagnosis"  # counter {service, pipeline, verdict}
+# Scores.details keys read outside scoring (the trace inspector): per-claim verdicts
+# (scoring/claim_verdicts.py) and the declared evaluators' reasons (evaluators/)
+DETAIL_CLAIM_VERDICTS: Final = "claim_verdicts"
+DETAIL_EVALUATORS: Final = "evaluators"
+M_ANSWERS_CHECKED: Final = "ragmon_answers_checked"  # counter {service, pipeline, judge, sample}
+M_ANSWERS_CONTRADICTING: Final = "ragmon_answers_contradicting"  # counter {service, pipeline, judge, sample}
 M_DEDUP_HITS: Final = "ragmon_traces_duplicate"  # counter {service, pipeline}
 M_CONTEXTS_SOURCE: Final = "ragmon_contexts_source"  # counter {service, pipeline, source}: where contexts came from
 M_FEEDBACK: Final = "ragmon_feedback"  # counter {service, pipeline, feedback}: user feedback spans

@@ -267,6 +267,61 @@ def recording_rules() -> dict[str, list[dict[str, object]]]:
     return {"quality": quality, "baseline": baseline, "latency": latency, "health": traffic}
 
 
+SPJ = "service, pipeline, judge"
+CONTRADICTION_ALERT = "RagmonContradictionsRise"
+
+
+def contradiction_rules() -> list[dict[str, object]]:
+    """The share of judged answers with a contradicted claim (the judges' claim verdicts), now
+    against the same hour of the past days: recording rules, then a warning and a critical alert
+    built like the drop alerts (one-sided two-proportion z test, minimum effect, count guards).
+    No error-rate correction: the contradiction check has no measured sensitivity to correct with."""
+    w, b = WINDOW, SAME_HOUR
+    rate = RATE_STREAM
+    c_w, n_w = f"ragmon:answers_contradicting:increase{w}", f"ragmon:answers_checked:increase{w}"
+    c_b, n_b = f"ragmon:answers_contradicting:increase{w}_{b}", f"ragmon:answers_checked:increase{w}_{b}"
+    p_w, p_b = f"ragmon:answers_contradicting:share{w}", f"ragmon:answers_contradicting:share{w}_{b}"
+    pooled, z = f"ragmon:answers_contradicting:pooled_share{w}", f"ragmon:answers_contradicting:rise_z{w}"
+    rules: list[dict[str, object]] = [
+        {"record": c_w, "expr": f"sum by ({SPJ}) (increase(ragmon_answers_contradicting_total{{{rate}}}[{w}]))"},
+        {"record": n_w, "expr": f"sum by ({SPJ}) (increase(ragmon_answers_checked_total{{{rate}}}[{w}]))"},
+        {"record": c_b, "expr": _same_hour(f"increase(ragmon_answers_contradicting_total{{{rate}}}[{w}])", SPJ)},
+        {"record": n_b, "expr": _same_hour(f"increase(ragmon_answers_checked_total{{{rate}}}[{w}])", SPJ)},
+        {"record": p_w, "expr": f"{c_w}\n/ on({SPJ})\n({n_w} > 0)"},
+        {"record": p_b, "expr": f"{c_b}\n/ on({SPJ})\n({n_b} > 0)"},
+        {"record": pooled, "expr": f"({c_w} + on({SPJ}) {c_b})\n/ on({SPJ})\n({n_w} + on({SPJ}) {n_b})"},
+        {"record": z, "expr": (
+            f"({p_w} - on({SPJ}) {p_b})\n/ on({SPJ})\nsqrt(\n"
+            f"  clamp_min({pooled} * (1 - {pooled}), 0.0001)\n"
+            f"  * on({SPJ}) (1 / {n_w} + on({SPJ}) 1 / {n_b})\n)"
+        )},
+    ]
+    sel = "{service=%q,pipeline=%q,judge=%q}"
+    args = "$labels.service $labels.pipeline $labels.judge"
+    pct = "humanizePercentage"
+    share, before = _q(f'"{p_w}{sel}" {args}', pct), _q(f'"{p_b}{sel}" {args}', pct)
+    n, n_before = _q(f'"{n_w}{sel}" {args}'), _q(f'"{n_b}{sel}" {args}')
+    z_value = _q(f'"{z}{sel}" {args}', 'printf "%.1f"')
+    for severity, step in (("warning", DROP_WARNING), ("critical", DROP_CRITICAL)):
+        rules.append(_alert(
+            CONTRADICTION_ALERT,
+            f"{p_w} - on({SPJ}) {p_b} >= {_r(round(step * MIN_EFFECT, 4))}\n"
+            f"and on({SPJ}) {z} > {_r(DROP_Z)}\n"
+            f"and on({SPJ}) {n_w} >= {MIN_SCORED_WINDOW}\n"
+            f"and on({SPJ}) {n_b} >= {MIN_SCORED_BASELINE}",
+            QUALITY_FOR,
+            severity,
+            f"Answers contradicting their sources in {{{{ $labels.service }}}}/{{{{ $labels.pipeline }}}}: {share}, "
+            f"+{{{{ $value | {pct} }}}} on the same hour last week",
+            f"{share} of {n} rate-sampled answers in the last {w} have a claim their contexts contradict (a changed "
+            f"number, negation, name, date or unit), {{{{ $value | {pct} }}}} more than in the same hour of the past "
+            f"{SEASONAL_DAYS} days ({before} of {n_before}). The rise is significant: z = {z_value} (pages above "
+            f"{_r(DROP_Z)}); the {severity} step is {_r(step * 100)} points. The agent's /worst lists the "
+            "contradicted claims with the context sentence that decides each: usually the model or prompt changed.",
+        ))
+    return rules
+
+
 def quality_alerts() -> list[dict[str, object]]:
     alerts = []
     w, b = WINDOW, SAME_HOUR
@@ -564,7 +619,8 @@ def rules(evaluators: list[dict[str, object]] | None = None) -> dict[str, object
     # its own slower group: 7-day rates are the most expensive rules here and change slowly.
     rec = recording_rules()
     groups: list[dict[str, object]] = [
-        {"name": "ragmon-quality", "interval": "1m", "rules": [*rec["quality"], *quality_alerts()]},
+        {"name": "ragmon-quality", "interval": "1m",
+         "rules": [*rec["quality"], *quality_alerts(), *contradiction_rules()]},
         {"name": "ragmon-baseline", "interval": "5m", "rules": rec["baseline"]},
         {"name": "ragmon-latency", "interval": "30s", "rules": [*rec["latency"], *latency_alerts()]},
         {"name": "ragmon-health", "interval": "1m", "rules": [*rec["health"], *health_alerts()]},

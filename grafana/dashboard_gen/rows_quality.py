@@ -167,6 +167,25 @@ def diagnosis_rows(lay: Layout) -> None:
         12,
         8,
     )
+    lay.add(
+        timeseries(
+            "Answers contradicting their sources",
+            [
+                target(f"ragmon:answers_contradicting:share{W}{{{SP}}}", "{{service}}/{{pipeline}} " + W + " ({{judge}})",
+                       "A"),
+                target(f"ragmon:answers_contradicting:share{W}_{R.SAME_HOUR}{{{SP}}}",
+                       "{{service}}/{{pipeline}} same hour, past " + str(R.SEASONAL_DAYS) + " days", "B"),
+            ],
+            unit="percentunit",
+            minmax=(0, 1),
+            desc=f"Share of rate-sampled judged answers with at least one claim their contexts contradict (a changed "
+            "number, negation, name, date or unit: the judges' claim verdicts), in the last "
+            f"{W} and in the same hour of the past {R.SEASONAL_DAYS} days. {R.CONTRADICTION_ALERT} fires on a "
+            "significant rise; the agent's /worst shows the contradicted claims with their evidence.",
+        ),
+        24,
+        8,
+    )
 
 
 def priority_rows(lay: Layout) -> None:

@@ -14,6 +14,7 @@ from ..errors import JudgeBudgetExceeded, JudgeError
 from ..ingest.assembler import REASON_MISSING, AnySpan, ClosedTrace, notable_spans
 from ..quality import is_failing
 from ..sampling.sampler import SampleDecision, judgeable_skip_reason
+from ..scoring import claim_verdicts
 from ..scoring.metrics.diagnosis import diagnose
 from ..types import RagTrace, Scores
 from ._admission import AdmissionMixin
@@ -252,6 +253,17 @@ class TraceStepsMixin(LatencyOnlyMixin, AdmissionMixin):
         self._record_scores(trace, scores, judge_name)
         self._account(closed)
 
+    def _count_contradictions(self, scores: Scores, labels: tuple[str, str, str, str]) -> None:
+        """The share of answers that contradict their sources: checked answers, and those with a
+        contradicted claim (both children exist from the first check, so the share is 0, not absent)."""
+        contradicts = claim_verdicts.contradicts(scores.details)
+        if contradicts is None:
+            return
+        self.metrics.answers_checked.labels(*labels).inc()
+        counter = self.metrics.answers_contradicting.labels(*labels)
+        if contradicts:
+            counter.inc()
+
     @property
     def _evaluator_roles(self) -> dict[str, str]:
         return {e.name: e.role for e in self._evaluators.specs if e.role}
@@ -276,7 +288,7 @@ class TraceStepsMixin(LatencyOnlyMixin, AdmissionMixin):
                                    "counted in ragmon_evaluator_errors_total, logged once", name, reason)
         details = dict(scores.details)
         if results.reasons:
-            details["evaluators"] = dict(results.reasons)
+            details[sc.DETAIL_EVALUATORS] = dict(results.reasons)
         return dataclasses.replace(scores, custom=results.scores, details=details)
 
     def _record_scores(self, trace: RagTrace, scores: Scores, judge_name: str) -> None:
@@ -303,6 +315,7 @@ class TraceStepsMixin(LatencyOnlyMixin, AdmissionMixin):
             self._power.observe_shares((service, pipeline), failing_flags, self._youden)
         if self._evaluators:
             scores = self._record_evaluators(trace, scores, (service, pipeline, judge_name, stream))
+        self._count_contradictions(scores, (service, pipeline, judge_name, stream))
         verdict, reason = diagnose(scores, self._thresholds, self._evaluator_roles)
         m.diagnosis.labels(service, pipeline, verdict).inc()
         detail = scores.details.get("reason") if isinstance(scores.details, dict) else None
@@ -311,6 +324,7 @@ class TraceStepsMixin(LatencyOnlyMixin, AdmissionMixin):
             trace_id=trace.trace_id, service=trace.service, pipeline=trace.pipeline, scores=shown,
             verdict=verdict, reason=reason, question=trace.question, answer=trace.answer,
             detail=str(detail) if detail is not None else None,
+            contradicted=claim_verdicts.contradicted(scores.details),
         )
         if self._inspector is not None:
             self._inspector.record(trace, scores=shown, verdict=verdict, reason=reason, judge=judge_name,

@@ -265,6 +265,14 @@ def _counts(title: str, counts: Mapping[str, Any], order: Sequence[str]) -> list
     return [f"### {title}", "", *_table(["", "questions", "share"], rows, "lrr"), ""]
 
 
+def _why_with_contradictions(item: Mapping[str, Any]) -> str:
+    """The row's reason, then each contradicted claim with the context sentence that decides it."""
+    parts = [str(item.get("why") or "")]
+    for c in item.get("contradicted_claims") or []:
+        parts.append(f"contradicts its sources: “{c.get('claim')}” ({c.get('reason')}; source: “{c.get('evidence')}”)")
+    return "; ".join(p for p in parts if p)
+
+
 def _worst(report: Report, limit: int) -> list[str]:
     worst = list(report.get("worst") or [])
     if not worst or limit <= 0:
@@ -274,7 +282,7 @@ def _worst(report: Report, limit: int) -> list[str]:
             code(item.get('id'), 60),
             escape_cell(item.get("question")),
             code(item.get('verdict') or '—'),
-            escape_cell(item.get("why")),
+            escape_cell(_why_with_contradictions(item)),
         ]
         for item in worst[:limit]
     ]

@@ -23,6 +23,7 @@ import numpy as np
 from .. import semconv as sc
 from .._version import __version__
 from ..quality import NAMES as QUALITY_NAMES
+from ..scoring import claim_verdicts
 from . import gate as gates
 from . import ir, stats
 from .types import DIFFICULTIES, QUESTION_TYPES, RowProblem, RowResult
@@ -158,7 +159,8 @@ def worst(results: Sequence[RowResult], n: int) -> list[dict[str, Any]]:
 
     return [
         {"id": r.row.id, "question": r.row.question, "question_type": r.row.question_type, "verdict": r.verdict,
-         "why": _why(r), "metrics": {k: v for k, v in r.metrics.items() if v is not None}}
+         "why": _why(r), "metrics": {k: v for k, v in r.metrics.items() if v is not None},
+         "contradicted_claims": claim_verdicts.contradicted(r.details)}
         for r in sorted(scored, key=key)[:n]
     ]
 

@@ -113,7 +113,7 @@ def _with_evaluators(observation: Observation, scores: Scores | None, evaluators
     assert trace is not None
     results = evaluators.run(trace.question, trace.answer, trace.contexts, scores.custom if scores else None)
     base = scores if scores is not None else Scores({})
-    details = {**base.details, **({"evaluators": dict(results.reasons)} if results.reasons else {})}
+    details = {**base.details, **({sc.DETAIL_EVALUATORS: dict(results.reasons)} if results.reasons else {})}
     return dataclasses.replace(base, custom=results.scores, details=details)
 
 

@@ -248,6 +248,9 @@ def render_summary(report: Mapping[str, Any], *, color: bool = False, worst: int
                 f"  {item.get('id')} [{item.get('verdict') or '—'}] {_one_line(item.get('question'), 70)}"
                 f" — {_one_line(item.get('why'), 100)}"
             )
+            for c in (item.get("contradicted_claims") or [])[:2]:
+                lines.append(f"      contradicted: {_one_line(c.get('claim'), 70)} ({_one_line(c.get('reason'), 40)};"
+                             f" source: {_one_line(c.get('evidence'), 70)})")
     problems = report.get("problems") or {}
     if problems.get("count"):
         reasons = ", ".join(f"{k} {v}" for k, v in sorted((problems.get("by_reason") or {}).items()))

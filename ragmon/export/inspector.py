@@ -99,6 +99,10 @@ def inspect_trace(trace: RagTrace, *, scores: Mapping[str, float | None] | None 
             "answer": _source(attrs.get(sc.RAGMON_ANSWER_FROM)),
             "contexts": _source(attrs.get(sc.RAGMON_CONTEXTS_SOURCE)),
         },
+        # each claim's verdict (supported / contradicted / unsupported) with its evidence and reason,
+        # and why each declared evaluator passed or failed (bounded where the judge made them)
+        "claim_verdicts": list((details or {}).get(sc.DETAIL_CLAIM_VERDICTS) or []),
+        "evaluator_reasons": dict((details or {}).get(sc.DETAIL_EVALUATORS) or {}),
         "redacted": bool(attrs.get(sc.RAGMON_REDACTED)),
         "truncated": truncated or len(trace.documents) > MAX_CONTEXTS,
     }

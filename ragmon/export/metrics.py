@@ -140,6 +140,8 @@ class AgentMetrics:
         self.detect_target = Gauge(sc.M_DETECT_TARGET, "The drop power-based sampling is sized to detect (--detect-drop); 0 when it is off.", registry=r)
         self.release = Gauge(sc.M_RELEASE_INFO, "1 per release seen on RAG traces: app version (service.version), prompt template version and model; for release annotations.", [*SP, sc.L_APP_VERSION, sc.L_PROMPT_VERSION, sc.L_MODEL], registry=r)
         self.feedback = Counter(sc.M_FEEDBACK, "User feedback events (ragmon.feedback on any span, also after the trace closed), negative or positive.", [*SP, sc.L_FEEDBACK], registry=r)
+        self.answers_checked = Counter(sc.M_ANSWERS_CHECKED, "Judged answers whose claims got verdicts (supported, contradicted, unsupported): the denominator of the contradiction share.", [*SP, sc.L_JUDGE, sc.L_SAMPLE], registry=r)
+        self.answers_contradicting = Counter(sc.M_ANSWERS_CONTRADICTING, "Judged answers with at least one claim the contexts contradict (a changed number, negation, name, date or unit); with ragmon_answers_checked_total: the share of answers that contradict their sources.", [*SP, sc.L_JUDGE, sc.L_SAMPLE], registry=r)
         self.diagnosis = Counter(sc.M_DIAGNOSIS, "Scored traces by diagnosis verdict (ok, retrieval_failure, generation_failure, both).", [*SP, sc.L_VERDICT], registry=r)
 
         # judge

@@ -48,7 +48,7 @@ class WorstTraces:
 
     def offer(self, *, trace_id: str, service: str, pipeline: str, scores: dict[str, float],
               verdict: str, reason: str, question: str | None, answer: str | None,
-              detail: str | None = None) -> None:
+              detail: str | None = None, contradicted: list[dict[str, Any]] | None = None) -> None:
         if self._size <= 0 or not scores:
             return
         badness = 1.0 - min(scores.values())
@@ -61,6 +61,11 @@ class WorstTraces:
             "verdict": verdict,
             "reason": reason,
             "detail": _cut(detail, self._max_chars),
+            # the claims the contexts say otherwise about, with the deciding sentence (at most 3)
+            "contradicted_claims": [
+                {k: _cut(v, self._max_chars) if isinstance(v, str) else v for k, v in claim.items()}
+                for claim in (contradicted or [])[:3]
+            ],
             "question": _cut(question, self._max_chars),
             "answer": _cut(answer, self._max_chars),
             "scored_at_unix": time.time(),

@@ -28,7 +28,7 @@ STRIPPED = "Paris is the capital of France. France is in Europe."
 REFERENCE = "Paris is the capital of France. Paris has 2 million people."
 # sha256 of the online compact prompt: the agent's path and the benchmark's prompt hashes must
 # never change because offline evaluation was added (bench/judge_llm.py keys results by it)
-COMPACT_TASK_SHA256 = "9cf317075c568235"
+COMPACT_TASK_SHA256 = "632f28aad50f1a94"  # 2026-12: claims a context contradicts, with evidence (issue 29)
 
 
 def trace(answer=CITED_ANSWER, contexts=CONTEXTS, question=QUESTION) -> RagTrace:
@@ -70,7 +70,8 @@ async def test_compact_eval_is_one_chat_call_with_reference_and_citations(server
     schema = body["response_format"]["json_schema"]
     assert schema["name"] == "rag_evaluation"
     assert set(schema["schema"]["required"]) == {
-        "claims", "context_relevant", "questions", "noncommittal", "reference_claims", "citation_supported",
+        "claims", "contradicted", "context_relevant", "questions", "noncommittal", "reference_claims",
+        "citation_supported",
     }
     assert "in_reference" in schema["schema"]["properties"]["claims"]["items"]["required"]
     payload = fenced_payload(body)

@@ -72,7 +72,8 @@ async def test_compact_mode_is_one_chat_call_with_the_ragas_formulas(server, mak
     assert request.body["temperature"] == 0.0
     fmt = request.body["response_format"]
     assert fmt["type"] == "json_schema" and fmt["json_schema"]["strict"] is True
-    assert set(fmt["json_schema"]["schema"]["required"]) == {"claims", "context_relevant", "questions", "noncommittal"}
+    assert set(fmt["json_schema"]["schema"]["required"]) == {"claims", "contradicted", "context_relevant", "questions",
+                                                               "noncommittal"}
     payload = fenced_payload(request.body)
     assert payload == {
         "question": QUESTION,

@@ -161,7 +161,7 @@ def test_compact_schema_names_every_context_and_is_strict():
     schema = compact_schema(3)
     ctx = schema["properties"]["context_relevant"]
     assert ctx["required"] == ["context 1", "context 2", "context 3"] and ctx["additionalProperties"] is False
-    assert set(schema["required"]) == {"claims", "context_relevant", "questions", "noncommittal"}
+    assert set(schema["required"]) == {"claims", "contradicted", "context_relevant", "questions", "noncommittal"}
 
 
 def test_earlier_reply_shape_with_ranked_context_objects_is_still_accepted():

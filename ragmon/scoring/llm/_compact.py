@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from ... import semconv as sc
 from ...types import Scores
+from .. import claim_verdicts as cv
 from ..judge import Criterion
 from ..metrics import formulas
 from . import prompts as p
@@ -41,19 +42,30 @@ async def score_criteria(
 async def compact_scores(calls: TraceCalls, inp: p.JudgeInput, verdict: CompactVerdict) -> Scores:
     """The online metrics from a compact verdict (offline evaluation's verdict has one inside)."""
     n = len(inp.contexts)
-    claim_verdicts = [v for _, v in verdict.claims]
+    supported = [v and i not in verdict.contradicted for i, (_, v) in enumerate(verdict.claims)]
     relevancy = await calls.answer_relevancy(inp.question, verdict.questions, verdict.noncommittal)
+    faithfulness = formulas.faithfulness_with_contradictions(supported, len(verdict.contradicted)) if n else None
     return Scores(
         {
-            sc.METRIC_FAITHFULNESS: formulas.faithfulness(claim_verdicts) if n else None,
+            sc.METRIC_FAITHFULNESS: faithfulness,
             sc.METRIC_ANSWER_RELEVANCY: relevancy,
             sc.METRIC_CONTEXT_PRECISION: formulas.context_precision(verdict.context_relevant),
         },
         judge=NAME,
         details={
             "claims": [{"claim": c, "supported": v} for c, v in verdict.claims],
+            cv.DETAIL_KEY: cv.as_details(_claim_verdict(i, c, v, verdict) for i, (c, v) in enumerate(verdict.claims)),
+            "supported_share": formulas.faithfulness(supported),  # the RAGAS definition
+            **({"invalid_contradictions": verdict.invalid_contradictions} if verdict.invalid_contradictions else {}),
             "context_relevant": list(verdict.context_relevant),
             "generated_questions": list(verdict.questions),
             "noncommittal": verdict.noncommittal,
         },
     )
+
+
+def _claim_verdict(i: int, claim: str, supported: bool, verdict: CompactVerdict) -> cv.ClaimVerdict:
+    if i in verdict.contradicted:
+        evidence, reason = verdict.contradicted[i]
+        return cv.ClaimVerdict(claim, cv.CONTRADICTED, evidence or None, reason or None)
+    return cv.ClaimVerdict(claim, cv.SUPPORTED if supported else cv.UNSUPPORTED)

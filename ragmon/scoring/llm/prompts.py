@@ -137,12 +137,17 @@ You get a question, numbered contexts, and the answer split into numbered senten
    the number of the sentence it came from. Set "supported" true only if a context states the same
    fact, with the same numbers, dates, times and names; false if the contexts do not say it or say
    something different. Greetings, restated questions and "the passages say" framing are not claims.
+   "contradicted": for each claim a context says something DIFFERENT about (another number, date,
+   name, place or unit, or the opposite), its number in "claims" (1 = first), the context sentence
+   that says otherwise, quoted, and why in a few words ("number 48 ≠ 24", "negation", "name: Team ≠
+   Business"). Claims the contexts simply do not mention are not listed; usually the list is empty.
 2. "context_relevant": for every context by its name, true if the context is useful for
    answering the question, false if not.
 3. "questions": 3 different questions that the answer is answering (as a user would ask them).
    "noncommittal": true if the answer is evasive, vague or says it does not know.
 Reply format:
 {"claims": [{"sentence": 1, "claim": "...", "supported": true}],
+ "contradicted": [{"claim": 2, "evidence": "...", "reason": "..."}],
  "context_relevant": {"context 1": true, "context 2": false}, "questions": ["..."], "noncommittal": false}"""
 
 
@@ -190,8 +195,9 @@ def compact_eval_task(reference: bool, citations: bool) -> str:
     steps = [_COMPACT_STEPS]
     n = 4
     claim = '{"sentence": 1, "claim": "...", "supported": true' + (', "in_reference": true}' if reference else "}")
-    reply = [f'{{"claims": [{claim}],\n "context_relevant": {{"context 1": true, "context 2": false}}, '
-             '"questions": ["..."], "noncommittal": false']
+    reply = [f'{{"claims": [{claim}],\n "contradicted": [{{"claim": 2, "evidence": "...", "reason": "..."}}],\n'
+             ' "context_relevant": {"context 1": true, "context 2": false}, "questions": ["..."], '
+             '"noncommittal": false']
     if reference:
         steps.append(EVAL_REFERENCE_STEP.format(n=n))
         n += 1

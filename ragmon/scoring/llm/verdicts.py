@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -45,6 +45,11 @@ def compact_schema(n_contexts: int) -> dict[str, Any]:
                 "items": _obj(
                     {"sentence": {"type": "integer"}, "claim": {"type": "string"}, "supported": {"type": "boolean"}}
                 ),
+            },
+            "contradicted": {
+                "type": "array",
+                "items": _obj({"claim": {"type": "integer"}, "evidence": {"type": "string"},
+                               "reason": {"type": "string"}}),
             },
             "context_relevant": _obj({context_name(i): {"type": "boolean"} for i in range(1, n_contexts + 1)}),
             "questions": {"type": "array", "items": {"type": "string"}},
@@ -180,6 +185,10 @@ class CompactVerdict:
     context_relevant: tuple[bool, ...]  # in rank order, one per context shown
     questions: tuple[str, ...]
     noncommittal: bool
+    # claim index (0-based) -> (evidence, reason) for the claims the contexts contradict; an item
+    # naming no claim is left out and counted in ``invalid_contradictions`` (never guessed)
+    contradicted: Mapping[int, tuple[str, str]] = field(default_factory=dict)
+    invalid_contradictions: int = 0
 
 
 def parse_compact(obj: Mapping[str, Any], n_contexts: int) -> CompactVerdict:
@@ -227,12 +236,29 @@ def parse_compact(obj: Mapping[str, Any], n_contexts: int) -> CompactVerdict:
 
     questions = tuple(str(q).strip() for q in _list(obj, "questions") if str(q).strip())
     noncommittal = to_bool(obj.get("noncommittal", False), "noncommittal")
+    contradicted, invalid = _contradicted(obj.get("contradicted"), len(claims))
     return CompactVerdict(
         claims=tuple(claims),
         context_relevant=tuple(by_rank[r] for r in range(1, n_contexts + 1)),
         questions=questions,
         noncommittal=noncommittal,
+        contradicted=contradicted,
+        invalid_contradictions=invalid,
     )
+
+
+def _contradicted(raw: Any, n_claims: int) -> tuple[dict[int, tuple[str, str]], int]:
+    """The "contradicted" list (absent in replies of the earlier prompt: none). Items must name a
+    claim by its 1-based number; others are counted, not guessed."""
+    out: dict[int, tuple[str, str]] = {}
+    invalid = 0
+    for item in raw if isinstance(raw, list) else []:
+        number = item.get("claim") if isinstance(item, Mapping) else None
+        if isinstance(number, bool) or not isinstance(number, int) or not 1 <= number <= n_claims:
+            invalid += 1
+            continue
+        out[number - 1] = (str(item.get("evidence") or "")[:2000], str(item.get("reason") or "")[:200])
+    return out, invalid
 
 
 _CONTEXT_NAME = re.compile(r"^\s*(?:context|ctx|rank)?\s*#?\s*(\d+)\s*$", re.IGNORECASE)

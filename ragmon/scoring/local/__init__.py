@@ -27,7 +27,8 @@ cache, ``_analysis`` claims/evidence/context features (steps 1-3), ``_online`` t
 metrics (step 4), ``_offline`` the ``ragmon eval`` metrics, ``_judge`` the facade, ``_profile``
 judge profiles (``ragmon calibrate --fit`` fits them with ``online_values``). Public building
 blocks, used by the dataset tools, calibration and bench/: ``claims`` claims, numbers, negations,
-names; ``evidence`` a claim's best evidence and its word/number/negation/name checks; ``embedder``
+names; ``evidence`` a claim's best evidence and its word/number/negation/name checks; ``conflicts``
+a changed number, name, month or unit against the sentence a claim restates; ``embedder``
 the MiniLM model (``assets/`` holds its tokenizer); ``onnx_int8`` the int8 rewrite of its graph;
 ``model`` the interpretable features and how they combine; ``coefficients`` the fitted numbers
 (written by bench/fit_local_judge.py).

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ... import semconv as sc
+from .. import claim_verdicts
 from ..metrics import abstention
 from ..metrics.formulas import context_precision as rank_weighted_precision
 from ..text import content_tokens
@@ -87,7 +88,19 @@ def _faithfulness(analysis: Analysis, details: dict[str, Any], profile: JudgePro
     details["least_supported_support"] = round(float(supports[weakest]), 3)
     details["least_supported_evidence"] = short(evidence[weakest].evidence)
     details["faithfulness_reason"] = evidence[weakest].reason()
+    details[claim_verdicts.DETAIL_KEY] = claim_verdicts.as_details(_verdict(e, s) for e, s in zip(evidence, supports,
+                                                                                                  strict=True))
     return score
+
+
+def _verdict(e: ClaimEvidence, support: float) -> claim_verdicts.ClaimVerdict:
+    """supported / contradicted / unsupported, with the deciding context sentence and why."""
+    hard = e.contradiction()
+    if hard is not None:
+        return claim_verdicts.ClaimVerdict(e.claim, claim_verdicts.CONTRADICTED, e.evidence, hard)
+    if support >= 0.5:
+        return claim_verdicts.ClaimVerdict(e.claim, claim_verdicts.SUPPORTED, e.evidence, None)
+    return claim_verdicts.ClaimVerdict(e.claim, claim_verdicts.UNSUPPORTED, e.evidence or None, e.reason())
 
 
 def _informative_claims(question: str, claims: list[str]) -> list[int]:

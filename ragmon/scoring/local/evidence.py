@@ -14,6 +14,7 @@ import numpy as np
 
 from ..text import stem, words
 from .claims import TextFacts, content_pieces, question_word_pieces, rarity, strict_numbers
+from .conflicts import conflict, slots
 from .embedder import TokenStates
 
 TOP_K_EVIDENCE = 3
@@ -54,6 +55,8 @@ class ClaimEvidence:
     best_reverse_overlap: float = 0.0  # share of that sentence's words in the claim
     claim_negated: bool = False  # the claim itself carries the negation
     soft_novel: int = 0  # content tokens with no close token (in meaning, in context) in the contexts
+    conflict: str | None = None  # a changed fact against the aligned sentence ("name: Team ≠ Business")
+    window_negated: bool = False  # a negation in any of the claim's closest context sentences
 
     @property
     def paraphrase(self) -> bool:
@@ -78,7 +81,9 @@ class ClaimEvidence:
         """A hard contradiction an explicit check can name, or None.
 
         Digits absent from every context; a negation flipped against a closely matching
-        context sentence; a name absent from the contexts in an otherwise supported claim.
+        context sentence; a number, month, unit or name changed against the sentence the claim
+        restates while no context sentence agrees (``conflicts.py``); a name absent from the
+        contexts in an otherwise supported claim.
         """
         if self.about_sources:
             return None
@@ -88,6 +93,8 @@ class ClaimEvidence:
             self.claim_negated or self.best_reverse_overlap >= 0.85  # a claim dropping a negated clause is fine
         ):
             return "negation differs from the closest context sentence"
+        if self.conflict:
+            return self.conflict
         if self.missing_entities and self.paraphrase:
             return "name(s) not in contexts: " + ", ".join(self.entity_names()[:3])
         return None
@@ -139,6 +146,8 @@ def check_claims(
     # (claims, sentences) cosine matrix: the vectors are unit-normalised
     sims = _cosines(claim_vecs, sentence_vecs) if len(sentences) else np.zeros((len(claims), 0), np.float32)
     out: list[ClaimEvidence] = []
+    sentence_slots = [slots(s, f) for s, f in zip(sentences, sentence_facts, strict=True)]
+    known = frozenset(all_tokens)
     for i, claim in enumerate(claims):
         cf = claim_facts[i]
         if sims.shape[1]:
@@ -153,7 +162,11 @@ def check_claims(
             evidence = sentences[best]
             evidence_neg = sentence_facts[best].negations
             best_tokens = sentence_facts[best].tokens
+            changed = conflict(claim, slots(claim, cf), evidence, sentence_slots[best], sentence_slots,
+                               frozenset(window_tokens), known)
+            window_negated = any(sentence_facts[int(j)].negations for j in order)
         else:
+            changed, window_negated = None, False
             max_cos, evidence, evidence_neg = 0.0, "", 0
             best_tokens = frozenset()
             window_tokens, window_numbers = set(), set()
@@ -193,6 +206,8 @@ def check_claims(
                 best_overlap=len(cf.tokens & best_tokens) / n_tok if n_tok else 0.0,
                 best_reverse_overlap=len(cf.tokens & best_tokens) / len(best_tokens) if best_tokens else 0.0,
                 soft_novel=soft_novel[i] if soft_novel is not None else 0,
+                conflict=changed,
+                window_negated=window_negated,
             )
         )
     return out

@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..metrics import formulas
 from ..text import content_tokens
 from . import coefficients as coef
 from .claims import TextFacts, facts
@@ -23,8 +24,9 @@ CONTEXT_RELEVANT_THRESHOLD = 0.5
 FAITHFULNESS_THRESHOLD = 0.5
 # A claim that an explicit check shows to contradict the contexts (a number, a flipped
 # negation, a foreign name) caps faithfulness just below the threshold: the verdict flips to
-# "unfaithful" while the ranking among answers already judged unfaithful is left alone.
-CONTRADICTION_CAP = 0.45
+# "unfaithful" while the ranking among answers already judged unfaithful is left alone. One value
+# for both judges (the LLM judge applies it to its contradicted claims).
+CONTRADICTION_CAP = formulas.CONTRADICTION_CAP
 
 
 def _sigmoid(z: float) -> float:
@@ -179,8 +181,8 @@ def faithfulness(
                 with_interactions(answer_features(evidence, supports, shape)))
     t = coef.FAITHFULNESS_THRESHOLD if threshold is None else threshold
     score = _sigmoid(z - _logit(t))
-    if coef.CAP_CONTRADICTIONS and any(e.contradiction() for e in evidence):
-        score = min(score, CONTRADICTION_CAP)
+    if coef.CAP_CONTRADICTIONS:
+        score = formulas.with_contradictions(score, sum(e.contradiction() is not None for e in evidence), len(evidence))
     return score
 
 

@@ -54,6 +54,28 @@ def faithfulness(verdicts: Sequence[bool]) -> float | None:
     return sum(1 for v in verdicts if v) / len(verdicts)
 
 
+# A contradicted claim lowers faithfulness by half its share of the claims and caps it below the
+# diagnosis threshold — one claim that says the opposite of its sources fails the answer, however
+# many others are supported (docs/judges.md, "Contradicted claims").
+CONTRADICTION_CAP = 0.45
+
+
+def with_contradictions(score: float, contradicted: int, claims: int) -> float:
+    """``score`` of an answer with ``contradicted`` of its ``claims`` contradicted:
+    ``min(score × (1 − contradicted / (2 × claims)), CONTRADICTION_CAP)``; unchanged without one."""
+    if contradicted <= 0 or claims <= 0:
+        return score
+    return min(score * (1.0 - min(contradicted, claims) / (2.0 * claims)), CONTRADICTION_CAP)
+
+
+def faithfulness_with_contradictions(verdicts: Sequence[bool], contradicted: int) -> float | None:
+    """``faithfulness`` (the RAGAS share of supported claims) with ``with_contradictions`` applied."""
+    share = faithfulness(verdicts)
+    if share is None:
+        return None
+    return with_contradictions(share, contradicted, len(verdicts))
+
+
 def context_precision(verdicts: Sequence[bool], epsilon: float = 0.0) -> float | None:
     """RAGAS rank-weighted average precision over per-context relevance verdicts (rank order).
 
