@@ -141,6 +141,11 @@ class KafkaSource:
         # What the rebalance listener last handed us; aiokafka's own view lags behind during a
         # rebalance, and records or lag of a revoked partition must not be touched meanwhile.
         self._assigned: set[TopicPartition] = set()
+        # partitions this agent has owned, and whether it has been assigned any yet: a partition it is
+        # given in a later rebalance without a previous owner's commit lost its owner before that
+        # owner's first commit (a crash right after start): what it judged is re-read uncounted otherwise
+        self._owned_before: set[TopicPartition] = set()
+        self._ever_assigned = False
         self._loading: set[TopicPartition] = set()  # assigned, the previous owner's hand-over being read
         self._logged: set[str] = set()
         self._dlq_tasks: set[asyncio.Task[None]] = set()
@@ -532,6 +537,8 @@ class KafkaSource:
                 await self._load_handover(assigned)
             finally:
                 self._loading = set()
+            self._ever_assigned = True
+            self._owned_before |= set(assigned)
         self._assigned = set(assigned)
 
     async def _load_handover(self, assigned: set[TopicPartition]) -> None:
@@ -549,10 +556,14 @@ class KafkaSource:
             self._log_once("handover-read", "kafka: could not read the previous owners' commit metadata (%r); "
                            "traces they accounted for may be judged again", exc)
             return
-        for tp, offset in committed.items():
+        for tp in assigned:
             key = (tp.topic, tp.partition)
-            handover = decode(getattr(offset, "metadata", None))
-            if handover is None or tp not in assigned:
+            handover = decode(getattr(committed.get(tp), "metadata", None))
+            if handover is None:
+                if self._ever_assigned and tp not in self._owned_before:
+                    # taken over in a rebalance, and its owner never committed: it may have judged
+                    # traces before dying; re-reading them counts as redelivered (an upper bound)
+                    self._suspect[key] = (None, set())
                 continue
             self._inherited[key] = handover
             if not handover.clean:  # its owner may have died after this commit
