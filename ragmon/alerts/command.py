@@ -23,7 +23,7 @@ import yaml
 from .. import quality
 from ..errors import ConfigError, JudgeError, ModelError
 from .cases import Case, default_cases
-from .pools import Pools, auc, build_pools
+from .pools import CONTRADICTING_KEY, CONTRADICTIONS, Pools, auc, build_pools, judge_build
 from .report import summarize, table
 from .runner import Settings, simulate
 from .traffic import Sampling, TrafficModel
@@ -55,7 +55,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="comma list: stationary, step_0.05, step_0.10, step_0.20, drift_0.10")
     sim.add_argument("--base-share", type=float, default=0.10,
                      help="true failing share of the incident metric before any incident (default 0.10)")
-    sim.add_argument("--metric", default=None, help="metric the incidents change (default: the first labelled one)")
+    sim.add_argument("--metric", default=None,
+                     help=f"metric the incidents change (default: the first labelled one); '{CONTRADICTIONS}': the "
+                          "share of answers contradicting their sources (needs labels.contradicts)")
     sim.add_argument("--group-by", default="generator", metavar="META_FIELD",
                      help="meta field whose values are question groups with an hour-of-day mix ('' = none)")
     sim.add_argument("--sample-rate", type=float, default=1.0, help="fixed judging rate when --detect-drop is off")
@@ -78,11 +80,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _score_rows(args: argparse.Namespace) -> Any:
     """Scores per row with the chosen judge: the same judge and scoring loop as ``ragmon calibrate``."""
     from ..calibration.command import Progress, make_judge, score_rows
+    from ..scoring.claim_verdicts import contradicts
+
+    def values(scores: Any) -> dict[str, float]:
+        out: dict[str, float] = scores.as_dict()
+        verdict = contradicts(scores.details)
+        if verdict is not None:  # the contradiction share's own series: the judge's claim verdicts
+            out[CONTRADICTING_KEY] = float(verdict)
+        return out
 
     def score(rows: list[Any]) -> list[dict[str, float] | None]:
         judge = make_judge(args)
         scored, _failures = asyncio.run(score_rows(judge, rows, 4, Progress(len(rows), enabled=True)))
-        by_line = {item.row.line: item.scores.as_dict() for item in scored}
+        by_line = {item.row.line: values(item.scores) for item in scored}
         return [by_line.get(r.line) for r in rows]
 
     return score
@@ -162,6 +172,7 @@ def _run(args: argparse.Namespace) -> int:
         "groups": list(pools.groups),
         "judge": args.judge,
         "judge_profile": str(args.judge_profile) if args.judge_profile else None,
+        "judge_build": judge_build(),
         "metric": metric,
         "auc": None if (value := auc(pools, metric)) is None else round(value, 3),
         "error_rates": {m: {"sensitivity": se, "specificity": sp} for m, (se, sp) in settings.error_rates.items()},

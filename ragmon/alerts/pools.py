@@ -5,8 +5,13 @@ drawn from the faithful or the unfaithful pool (per question group), carrying th
 judge gave that row — so the judge's real errors on the user's data are in every simulated hour.
 
 Scoring is the expensive part (the local judge needs ~0.1 s per row, an LLM judge a call), so
-the scores of a (labels file, judge, profile) are cached as JSON next to nothing else: the cache
-key is the sha256 of the three.
+the scores of a (labels file, judge, profile, judge build) are cached as JSON: the cache key is the
+sha256 of the four, the build being a hash of the scoring code (a changed judge rescores).
+
+Besides the score metrics there is one more series: ``contradictions``, the share of answers with a
+contradicted claim (``ragmon_answers_contradicting_total`` over ``ragmon_answers_checked_total``).
+The judge's side is its claim verdicts; the human side is ``labels.contradicts`` (1: the answer
+says what its contexts contradict, 0: it does not).
 """
 
 from __future__ import annotations
@@ -16,12 +21,17 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from .. import quality
 from ..calibration.dataset import LabelledRow, RowError, read_rows
 
 NO_GROUP = "all"
+CONTRADICTIONS: Final = "contradictions"  # the contradiction share's name in simulations and reports
+CONTRADICTS_LABEL: Final = "contradicts"  # its human label
+CONTRADICTING_KEY: Final = "_contradicting"  # 1.0 / 0.0 beside a row's scores: the judge's verdict
+_JUDGE_CODE = Path(__file__).resolve().parents[1]  # ragmon/: the scoring code's build is hashed from here
+_JUDGE_DIRS: Final = ("scoring", "metrics")
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +42,13 @@ class ScoredRow:
     group: str
     labels: dict[str, int | None]
     scores: dict[str, float]
+    contradicting: bool | None = None  # the judge found a contradicted claim (None: no claim verdicts)
+
+    def value(self, metric: str) -> float | None:
+        """The row's value of a simulated series: a score, or 0 / 1 for a contradicting / clean answer."""
+        if metric == CONTRADICTIONS:
+            return None if self.contradicting is None else float(not self.contradicting)
+        return self.scores.get(metric)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,22 +65,27 @@ class Pools:
         return tuple(sorted({r.group for r in self.rows}))
 
     def metrics(self) -> tuple[str, ...]:
-        """Online metrics the judge scored on at least one row, in table order."""
+        """The simulated series: online metrics the judge scored on at least one row, in table order,
+        then the contradiction share where the judge gave claim verdicts."""
         seen = {m for r in self.rows for m in r.scores}
-        return tuple(m for m in quality.ONLINE_NAMES if m in seen)
+        contradictions = (CONTRADICTIONS,) if any(r.contradicting is not None for r in self.rows) else ()
+        return (*(m for m in quality.ONLINE_NAMES if m in seen), *contradictions)
 
     def labelled_metrics(self) -> tuple[str, ...]:
-        """Online metrics whose human label has both classes here: those can have incidents."""
+        """Series whose human label has both classes here: those can have incidents."""
         out = []
         for name in self.metrics():
-            label = quality.metric(name).label
-            values = {r.labels.get(label) for r in self.rows if label and name in r.scores}
+            flags = self.failing_flags(name)
+            values = {f for r, f in zip(self.rows, flags, strict=True) if r.value(name) is not None}
             if {0, 1} <= values:
                 out.append(name)
         return tuple(out)
 
     def failing_flags(self, metric: str) -> list[int | None]:
-        """Per row: 1 where humans say the metric failed (label 0), 0 where it passed, None unknown."""
+        """Per row: 1 where humans say the metric failed (label 0; for contradictions: the answer
+        contradicts its contexts), 0 where it passed, None unknown."""
+        if metric == CONTRADICTIONS:
+            return [r.labels.get(CONTRADICTS_LABEL) for r in self.rows]
         label = quality.metric(metric).label
         out: list[int | None] = []
         for r in self.rows:
@@ -93,10 +115,23 @@ def _metas(path: Path) -> dict[int, dict[str, Any]]:
     return out
 
 
+def judge_build() -> str:
+    """A hash of the scoring code (``ragmon/scoring``, ``ragmon/metrics``): cached scores of an
+    earlier judge are never read as this one's."""
+    digest = hashlib.sha256()
+    for folder in _JUDGE_DIRS:
+        for file in sorted((_JUDGE_CODE / folder).rglob("*")):
+            if file.suffix in (".py", ".json") and file.is_file():
+                digest.update(file.relative_to(_JUDGE_CODE).as_posix().encode())
+                digest.update(file.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def cache_key(path: Path, judge: str, profile: Path | None) -> str:
     digest = hashlib.sha256()
     digest.update(path.read_bytes())
     digest.update(judge.encode())
+    digest.update(judge_build().encode())
     if profile is not None:
         digest.update(profile.read_bytes())
     return digest.hexdigest()[:24]
@@ -121,7 +156,8 @@ def build_pools(
     """Score every row of ``path`` (or read the cached scores) and return the pools.
 
     ``score_rows`` maps rows to their scores (None where the judge failed on a row: such rows
-    are left out of the pools and counted by the caller)."""
+    are left out of the pools and counted by the caller), with ``CONTRADICTING_KEY`` where the
+    judge gave claim verdicts."""
     rows, _bad = read_labelled(path)
     metas = _metas(path)
     cached: dict[str, Any] | None = None
@@ -140,7 +176,8 @@ def build_pools(
                                   encoding="utf-8")
     scored = tuple(
         ScoredRow(id=r.id, group=group_of(metas.get(r.line, {}), group_field), labels=dict(r.labels),
-                  scores={k: float(v) for k, v in s.items() if k in quality.ONLINE_NAMES})
+                  scores={k: float(v) for k, v in s.items() if k in quality.ONLINE_NAMES},
+                  contradicting=None if s.get(CONTRADICTING_KEY) is None else bool(s[CONTRADICTING_KEY]))
         for r, s in zip(rows, scores, strict=True) if s
     )
     return Pools(source=str(path), judge=judge_name, profile=str(profile) if profile else None, rows=scored)
@@ -149,8 +186,9 @@ def build_pools(
 def auc(pools: Pools, metric: str) -> float | None:
     """ROC AUC of the judge's score for telling passing from failing rows (human labels), or None."""
     flags = pools.failing_flags(metric)
-    good = [r.scores[metric] for r, f in zip(pools.rows, flags, strict=True) if f == 0 and metric in r.scores]
-    bad = [r.scores[metric] for r, f in zip(pools.rows, flags, strict=True) if f == 1 and metric in r.scores]
+    values = [r.value(metric) for r in pools.rows]
+    good = [v for v, f in zip(values, flags, strict=True) if f == 0 and v is not None]
+    bad = [v for v, f in zip(values, flags, strict=True) if f == 1 and v is not None]
     if not good or not bad:
         return None
     wins = sum((g > b) + 0.5 * (g == b) for g in good for b in bad)

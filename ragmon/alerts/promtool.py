@@ -6,9 +6,10 @@ group at the test's ``evaluation_interval`` from t=0, stores the ``ALERTS`` seri
 and then answers PromQL queries over that history: when each alert episode started. Nothing of
 PromQL is re-implemented here; this module writes YAML and reads promtool's answer.
 
-Only the groups that hold quality alerts are kept, and of their recording rules only those the
-alerts depend on (transitively): the others cannot change when an alert fires and would only cost
-evaluation time (the 7-day dashboard means are the most expensive rules of the file).
+Only the groups that hold quality alerts (on judge scores, and on the contradiction share) are kept,
+and of their recording rules only those the alerts depend on (transitively): the others cannot
+change when an alert fires and would only cost evaluation time (the 7-day dashboard means are
+the most expensive rules of the file).
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
 @dataclass(frozen=True, slots=True)
 class SeriesSet:
-    """Input series of one simulated pipeline: metric -> counter name -> values per scrape."""
+    """Input series of one simulated pipeline: metric -> counter name -> values per scrape (metric ""
+    for counters without a metric label)."""
 
     pipeline: str
     judge: str
@@ -61,17 +63,36 @@ def promtool_path() -> str:
     return path
 
 
-def quality_rules(rules: dict[str, Any], keep_alert: Any = None) -> dict[str, Any]:
-    """The groups of ``rules`` that hold alerts on judge scores, cut to what those alerts read."""
-    records: dict[str, str] = {}
+QUALITY_SERIES = ("ragmon_score", sc.M_ANSWERS_CONTRADICTING)  # what a quality alert reads
+
+
+def _records(rules: dict[str, Any]) -> dict[str, str]:
+    return {rule["record"]: rule["expr"] for group in rules.get("groups", []) for rule in group.get("rules", [])
+            if "record" in rule}
+
+
+def alert_series(rules: dict[str, Any]) -> dict[str, str]:
+    """Alert name -> the quality series it reads (one of ``QUALITY_SERIES``; recording rules expanded)."""
+    records = _records(rules)
+    out: dict[str, str] = {}
     for group in rules.get("groups", []):
         for rule in group.get("rules", []):
-            if "record" in rule:
-                records[rule["record"]] = rule["expr"]
+            if "alert" in rule:
+                expanded = _expand_names(rule["expr"], records)
+                reads = next((s for s in QUALITY_SERIES if s in expanded), None)
+                if reads is not None:
+                    out[rule["alert"]] = reads
+    return out
+
+
+def quality_rules(rules: dict[str, Any], keep_alert: Any = None) -> dict[str, Any]:
+    """The groups of ``rules`` that hold alerts on judge scores or on the contradiction share, cut
+    to what those alerts read."""
+    records = _records(rules)
+    reading = alert_series(rules)
     alerts = [
         rule for group in rules.get("groups", []) for rule in group.get("rules", [])
-        if "alert" in rule and "ragmon_score" in _expand_names(rule["expr"], records)
-        and (keep_alert is None or keep_alert(rule["alert"]))
+        if "alert" in rule and rule["alert"] in reading and (keep_alert is None or keep_alert(rule["alert"]))
     ]
     needed: set[str] = set()
     todo = [name for a in alerts for name in _NAME.findall(a["expr"]) if name in records]
@@ -130,7 +151,8 @@ def test_file(
         base = f'service="{service}",pipeline="{s.pipeline}",job="ragmon",instance="sim"'
         series.append({"series": f"{PHASE_SERIES}{{{base}}}", "values": _phase_values(s.phases)})
         for metric, counters in s.counters.items():
-            labels = f'{base},judge="{s.judge}",metric="{metric}",sample="{sc.SAMPLE_STREAM_RATE}"'
+            metric_label = f',metric="{metric}"' if metric else ""
+            labels = f'{base},judge="{s.judge}"{metric_label},sample="{sc.SAMPLE_STREAM_RATE}"'
             for name, values in counters.items():
                 # a value per scrape from t=scrape_s; t=0 holds the zero the agent starts from
                 series.append({"series": f"{name}{{{labels}}}", "values": _values([0.0, *values])})

@@ -15,9 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from .. import semconv as sc
 from .cases import Case
-from .pools import Pools
-from .promtool import Episode, SeriesSet, quality_rules, run_promtool, test_file
+from .pools import CONTRADICTIONS, Pools
+from .promtool import Episode, SeriesSet, alert_series, quality_rules, run_promtool, test_file
 from .traffic import DAY, Incident, Sampling, TrafficModel, simulate_pipeline
 
 COUNTER_NAMES = {  # what the agent exports, by the traffic model's counter fields
@@ -25,6 +26,10 @@ COUNTER_NAMES = {  # what the agent exports, by the traffic model's counter fiel
     "total": "ragmon_score_ratio_sum",
     "squares": "ragmon_score_squared_ratio_total",
     "failures": "ragmon_score_failures_total",
+}
+CONTRADICTION_COUNTERS = {  # the contradiction share's counters: no metric label
+    "count": f"{sc.M_ANSWERS_CHECKED}_total",
+    "failures": f"{sc.M_ANSWERS_CONTRADICTING}_total",
 }
 # promtool evaluates every group at one interval from t=0. The shipped quality group runs every
 # minute; at 1m a simulated pipeline-fortnight costs ~30 s of promtool on these 2-core machines, at
@@ -87,11 +92,7 @@ def simulate_case(pools: Pools, case: Case, settings: Settings, rules: dict[str,
             # incidents are measured on their metric only (the other metrics' series cost promtool time
             # and their false pages are counted on stationary traffic)
             kept = {m: c for m, c in sim.counters.items() if case.kind == "none" or m == settings.incident_metric}
-            sets.append(SeriesSet(
-                pipeline=name, judge=settings.judge,
-                counters={m: {COUNTER_NAMES[k]: getattr(c, k) for k in COUNTER_NAMES} for m, c in kept.items()},
-                phases=[0, *phases],
-            ))
+            sets.append(SeriesSet(pipeline=name, judge=settings.judge, counters=_series(kept), phases=[0, *phases]))
             hours = traffic.total_s / 3600.0
             measured = min(incident.start_s, end_s) - warmup_s
             meta[name] = (incident, measured, sim.judged / hours)
@@ -105,7 +106,15 @@ def simulate_case(pools: Pools, case: Case, settings: Settings, rules: dict[str,
     def document(rule_file: Path) -> dict[str, Any]:
         return test_file(rule_file, sets, gauges, traffic.scrape_s, settings.evaluation_s, end_s, measured_total)
 
-    false_q, first_q, after_q = run_promtool(quality_rules(rules), document, workdir=workdir)
+    kept_rules = quality_rules(rules)
+    false_q, first_q, after_q = run_promtool(kept_rules, document, workdir=workdir)
+    # an alert without a metric label (the contradiction rise) is known by the counters it reads
+    series_of = {name: (CONTRADICTIONS if reads == sc.M_ANSWERS_CONTRADICTING else "")
+                 for name, reads in alert_series(kept_rules).items()}
+
+    def metric_of(e: Episode) -> str:
+        return e.metric or series_of.get(e.alertname, "")
+
     results = []
     for s in sets:
         incident, measured, judged_per_hour = meta[s.pipeline]
@@ -113,12 +122,12 @@ def simulate_case(pools: Pools, case: Case, settings: Settings, rules: dict[str,
         by_alert: dict[str, int] = {}
         for e in _of(false_q, s.pipeline):
             false_pages[e.severity] = false_pages.get(e.severity, 0) + int(e.value)
-            key = f"{e.alertname}/{e.severity}/{e.metric}"
+            key = f"{e.alertname}/{e.severity}/{metric_of(e)}"
             by_alert[key] = by_alert.get(key, 0) + int(e.value)
         first: dict[str, float] = {}
         for e in _of(first_q, s.pipeline):
             delay = e.value - incident.start_s
-            if e.metric == (settings.incident_metric or e.metric) and delay >= 0:
+            if metric_of(e) == (settings.incident_metric or metric_of(e)) and delay >= 0:
                 first[e.severity] = min(first.get(e.severity, math.inf), delay)
         after: dict[str, int] = {}
         for e in _of(after_q, s.pipeline):
@@ -129,6 +138,17 @@ def simulate_case(pools: Pools, case: Case, settings: Settings, rules: dict[str,
             false_pages=false_pages, first_page_s=first, pages_after=after, by_alert=by_alert,
         ))
     return results
+
+
+def _series(counters: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per simulated series, the exported counter names and their values ("" = no metric label)."""
+    out: dict[str, dict[str, Any]] = {}
+    for metric, c in counters.items():
+        if metric == CONTRADICTIONS:
+            out[""] = {name: getattr(c, field) for field, name in CONTRADICTION_COUNTERS.items()}
+        else:
+            out[metric] = {name: getattr(c, field) for field, name in COUNTER_NAMES.items()}
+    return out
 
 
 def case_name_of(pipeline: str) -> str:

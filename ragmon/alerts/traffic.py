@@ -6,8 +6,9 @@ decides the judging rate (a fixed rate, or power-based sampling — the agent's 
 question group (whose mix moves with the hour of day) and by label (the true failing share of
 each group, plus the incident); each row's judge scores increment the same counters the agent
 increments for a rate-sampled trace (``ragmon_score_ratio_{sum,count}``,
-``ragmon_score_squared_ratio_total``, ``ragmon_score_failures_total``). The counters are
-"scraped" every ``scrape_s``.
+``ragmon_score_squared_ratio_total``, ``ragmon_score_failures_total``; for the contradiction share
+``ragmon_answers_checked_total`` and ``ragmon_answers_contradicting_total``, as ``count`` and
+``failures``). The counters are "scraped" every ``scrape_s``.
 
 The sampling decision of one trace is a hash of its id in the agent; over many traces that is a
 Bernoulli draw with the rate, which is what is drawn here (binomially per minute): hashing
@@ -24,7 +25,7 @@ import numpy as np
 
 from .. import quality
 from ..sampling.power import PowerSampler, PowerTarget
-from .pools import Pools
+from .pools import CONTRADICTIONS, Pools
 
 MINUTE = 60.0
 DAY = 86_400.0
@@ -147,13 +148,16 @@ def simulate_pipeline(
 ) -> PipelineRun:
     """One pipeline over warm-up + measured days; counters of every metric the judge scored."""
     metrics = pools.metrics()
-    scores = np.array([[r.scores.get(m, np.nan) for m in metrics] for r in pools.rows], dtype=np.float64)
+    scores = np.array([[np.nan if (v := r.value(m)) is None else v for m in metrics] for r in pools.rows],
+                      dtype=np.float64)
     draw_metric = incident_metric or (pools.labelled_metrics() or metrics)[0]
     labelled = draw_metric in pools.labelled_metrics()
     draw = _GroupDraw(pools, draw_metric, base_share) if labelled else None
     groups = pools.groups
     by_group = {g: np.array([i for i, r in enumerate(pools.rows) if r.group == g]) for g in groups}
-    thr = np.array([thresholds.get(m, quality.metric(m).threshold) for m in metrics])
+    # a contradiction's value is 0 (1: a clean answer), so it "fails" under 0.5
+    thr = np.array([0.5 if m == CONTRADICTIONS else thresholds.get(m, quality.metric(m).threshold) for m in metrics])
+    fed = [j for j, m in enumerate(metrics) if m != CONTRADICTIONS]  # the agent's sampler sees score metrics
     scale = np.array([1.0 / max(0.05, youden.get(m, 1.0)) for m in metrics])
 
     now = [0.0]
@@ -204,9 +208,9 @@ def simulate_pipeline(
             acc[3] += fails.sum(axis=0)
             if power is not None:
                 # the agent feeds its sampler each metric's failing flag in the alert's unit (÷ J)
-                for j, m in enumerate(metrics):
+                for j in fed:
                     if present[:, j].any():
-                        power.observe_batch(key, m, (fails[present[:, j], j] * scale[j]).tolist())
+                        power.observe_batch(key, metrics[j], (fails[present[:, j], j] * scale[j]).tolist())
         t += MINUTE
         if on_minute is not None:
             on_minute(t)

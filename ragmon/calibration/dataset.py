@@ -4,7 +4,7 @@ One JSON object per line::
 
     {"id": str, "question": str | null, "contexts": [str, ...], "answer": str | null,
      "labels": {"faithful": 1 | 0 | null, "answer_relevant": 1 | 0 | null,
-                "context_relevant": 1 | 0 | null},
+                "context_relevant": 1 | 0 | null, "contradicts": 1 | 0 | null},
      "meta": {"context_labels": [1 | 0, ...], ...}}
 
 Extra fields are ignored. A malformed line becomes a ``RowError`` (line number and what is
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-LABEL_KEYS = ("faithful", "answer_relevant", "context_relevant")
+LABEL_KEYS = ("faithful", "answer_relevant", "context_relevant", "contradicts")  # contradicts: alerts simulate
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +108,8 @@ def parse_row(text: str, line: int) -> LabelledRow:
     question = _optional_str(obj, "question")
     answer = _optional_str(obj, "answer")
     if all(v is None for v in labels.values()) and context_labels is None:
-        raise _Bad("no label: set labels.faithful / answer_relevant / context_relevant or meta.context_labels")
+        raise _Bad("no label: set labels.faithful / answer_relevant / context_relevant / contradicts "
+                   "or meta.context_labels")
     row_id = obj.get("id")
     return LabelledRow(
         line=line,

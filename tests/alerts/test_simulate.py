@@ -17,9 +17,10 @@ import numpy as np
 import pytest
 import yaml
 
+from ragmon.alerts import pools as pools_module
 from ragmon.alerts import promtool as pt
 from ragmon.alerts.cases import Case
-from ragmon.alerts.pools import Pools, ScoredRow
+from ragmon.alerts.pools import CONTRADICTIONS, Pools, ScoredRow, build_pools
 from ragmon.alerts.report import summarize
 from ragmon.alerts.runner import Settings, simulate
 from ragmon.alerts.traffic import DAY, Incident, Sampling, TrafficModel, simulate_pipeline
@@ -39,6 +40,18 @@ def _pools(separates: bool, n: int = 200) -> Pools:
         score = (0.9 if faithful else 0.1) if separates else rng.random()
         rows.append(ScoredRow(id=f"r{i}", group=f"g{i % 2}", labels={"faithful": int(faithful)},
                               scores={"faithfulness": score}))
+    return Pools(source="test", judge="local", profile=None, rows=tuple(rows))
+
+
+def _contradiction_pools(sees: bool, n: int = 200) -> Pools:
+    """Rows labelled contradicting (every fifth) or not; the judge's claim verdicts find exactly
+    those (sees) or never find one. Faithfulness scores are the same for all: only the share moves."""
+    rows = []
+    for i in range(n):
+        contradicts = i % 5 == 0
+        rows.append(ScoredRow(id=f"r{i}", group="all", labels={"faithful": int(not contradicts),
+                                                               "contradicts": int(contradicts)},
+                              scores={"faithfulness": 0.8}, contradicting=contradicts and sees))
     return Pools(source="test", judge="local", profile=None, rows=tuple(rows))
 
 
@@ -123,6 +136,53 @@ def test_a_judge_that_cannot_tell_neither_pages_for_a_step_nor_for_noise(tmp_pat
     assert report["severities"]["critical"]["false_pages_per_30d_ci95"][1] > 0  # an interval, not a claim of 0
 
 
+def test_the_contradiction_share_is_simulated_and_its_rise_pages(tmp_path: Path) -> None:
+    """The share of answers with a contradicted claim is its own series (ragmon_answers_checked_total,
+    ragmon_answers_contradicting_total): a rise of it pages RagmonContradictionsRise through
+    promtool when the judge's verdicts see the contradictions, and never when they cannot."""
+    require_binary("promtool")
+    rules = yaml.safe_load(RULES.read_text(encoding="utf-8"))
+    seeing = _contradiction_pools(True)
+    assert seeing.metrics() == ("faithfulness", CONTRADICTIONS)
+    assert CONTRADICTIONS in seeing.labelled_metrics()
+    cases = (Case("stationary", "none", 0.0), Case("step_0.20", "step", 0.20))
+    settings = _settings(incident_metric=CONTRADICTIONS, error_rates={})
+    results = simulate(seeing, cases, settings, rules, workdir=tmp_path)
+    stepped = [r for r in results if r.incident.kind == "step"]
+    assert all(r.first_page_s.get("critical", math.inf) <= 2 * 3600 for r in stepped), stepped
+    report = summarize(results, 7200.0)
+    assert report["steps"]["0.20"]["p_detect"] == 1.0
+    # a +20-point rise of contradictions moves no faithfulness score here: the page is the contradiction alert's
+    assert report["false_pages_per_30d"] == 0.0
+    blind = summarize(simulate(_contradiction_pools(False), cases, settings, rules, workdir=tmp_path), 7200.0)
+    assert blind["steps"]["0.20"]["p_detect"] == 0.0
+
+
+def test_pools_read_the_judges_verdicts_and_rescore_when_the_judge_changes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("\n".join(json.dumps({"id": str(i), "question": "q", "contexts": ["c"], "answer": "a",
+                                            "labels": {"faithful": i % 2, "contradicts": 1 - i % 2}})
+                                for i in range(4)) + "\n", encoding="utf-8")
+    calls: list[int] = []
+
+    def score(rows: list[object]) -> list[dict[str, float] | None]:
+        calls.append(len(rows))
+        return [{"faithfulness": 0.9, pools_module.CONTRADICTING_KEY: 0.0}, {"faithfulness": 0.2},
+                {"faithfulness": 0.9, pools_module.CONTRADICTING_KEY: 0.0},
+                {"faithfulness": 0.1, pools_module.CONTRADICTING_KEY: 1.0}]
+
+    first = build_pools(labels, "local", None, score, None, tmp_path / "cache")
+    assert [r.contradicting for r in first.rows] == [False, None, False, True]
+    assert first.failing_flags(CONTRADICTIONS) == [1, 0, 1, 0]
+    assert [r.value(CONTRADICTIONS) for r in first.rows] == [1.0, None, 1.0, 0.0]
+    assert build_pools(labels, "local", None, score, None, tmp_path / "cache").rows == first.rows
+    assert calls == [4]  # the second read came from the cache
+    monkeypatch.setattr(pools_module, "judge_build", lambda: "another-build")
+    build_pools(labels, "local", None, score, None, tmp_path / "cache")
+    assert calls == [4, 4]  # a changed judge is never read from an earlier judge's cache
+
+
 def test_parse_output_matches_reports_to_queries_by_text_and_time() -> None:
     queries = [('sum_over_time(x{a="1"}[1d])', "86400s"), ('sum_over_time(x{a="1"}[1d])', "172800s")]
     text = (
@@ -159,6 +219,7 @@ def test_the_command_writes_the_json_contract(tmp_path: Path, capsys: pytest.Cap
     for severity in ("warning", "critical"):
         assert "0.20" in report["severities"][severity]["steps"]
     assert report["auc"] is not None and report["groups"] == ["m0", "m1"]
+    assert report["judge_build"] == pools_module.judge_build()
     assert "| critical |" in md.read_text(encoding="utf-8") and "| critical |" in capsys.readouterr().out
     # deterministic with --seed, and the judge's scores come from the cache the second time
     again = tmp_path / "again.json"
