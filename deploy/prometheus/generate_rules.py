@@ -172,6 +172,35 @@ def _same_hour(expr: str, by: str) -> str:
     return f"sum by ({by}) (\n  " + "\n  or ".join(days) + "\n)"
 
 
+def _share_rise_rules(events: str, events_counter: str, total: str, total_counter: str,
+                      by: str) -> list[dict[str, object]]:
+    """Recording rules for a share that must not rise: ``events_counter`` over ``total_counter`` in the
+    last WINDOW and in the same hour of the past SEASONAL_DAYS days, and the one-sided two-proportion
+    z of the rise (pooled variance) that the drop and contradiction alerts compare with DROP_Z.
+
+    Names: ``{total}:increase1h`` (and ``_same_hour``), ``{events}:increase1h``, ``{events}:share1h``,
+    ``{events}:pooled_share1h``, ``{events}:rise_z1h``."""
+    w, b = WINDOW, SAME_HOUR
+    e_w, n_w, e_b, n_b = f"{events}:increase{w}", f"{total}:increase{w}", f"{events}:increase{w}_{b}", \
+        f"{total}:increase{w}_{b}"
+    p_w, p_b, pooled = f"{events}:share{w}", f"{events}:share{w}_{b}", f"{events}:pooled_share{w}"
+    return [
+        {"record": n_w, "expr": f"sum by ({by}) (increase({total_counter}[{w}]))"},
+        {"record": e_w, "expr": f"sum by ({by}) (increase({events_counter}[{w}]))"},
+        {"record": n_b, "expr": _same_hour(f"increase({total_counter}[{w}])", by)},
+        {"record": e_b, "expr": _same_hour(f"increase({events_counter}[{w}])", by)},
+        {"record": p_w, "expr": f"{e_w}\n/ on({by})\n({n_w} > 0)"},
+        {"record": p_b, "expr": f"{e_b}\n/ on({by})\n({n_b} > 0)"},
+        {"record": pooled, "expr": f"({e_w} + on({by}) {e_b})\n/ on({by})\n({n_w} + on({by}) {n_b})"},
+        # two-proportion z of the rise (window share - baseline share), pooled variance; > DROP_Z pages
+        {"record": f"{events}:rise_z{w}", "expr": (
+            f"({p_w} - on({by}) {p_b})\n/ on({by})\nsqrt(\n"
+            f"  clamp_min({pooled} * (1 - {pooled}), 0.0001)\n"
+            f"  * on({by}) (1 / {n_w} + on({by}) 1 / {n_b})\n)"
+        )},
+    ]
+
+
 def recording_rules() -> dict[str, list[dict[str, object]]]:
     score_sum, score_count = f"ragmon_score_ratio_sum{{{RATE_STREAM}}}", f"ragmon_score_ratio_count{{{RATE_STREAM}}}"
     failures = f"ragmon_score_failures_total{{{RATE_STREAM}}}"
@@ -179,28 +208,14 @@ def recording_rules() -> dict[str, list[dict[str, object]]]:
     def mean(window: str) -> str:
         return f"sum by ({SPJM}) (rate({score_sum}[{window}]))\n/\nsum by ({SPJM}) (rate({score_count}[{window}]))"
 
-    w, b = WINDOW, SAME_HOUR
-    f_w, n_w = f"ragmon:score_failures:increase{w}", f"ragmon:score_ratio_count:increase{w}"
-    f_b, n_b = f"ragmon:score_failures:increase{w}_{b}", f"ragmon:score_ratio_count:increase{w}_{b}"
-    p_w, p_b = f"ragmon:score_failures:share{w}", f"ragmon:score_failures:share{w}_{b}"
-    pooled = f"ragmon:score_failures:pooled_share{w}"
+    w = WINDOW
+    n_w = f"ragmon:score_ratio_count:increase{w}"
+    p_w, p_b = f"ragmon:score_failures:share{w}", f"ragmon:score_failures:share{w}_{SAME_HOUR}"
     youden, false_pos = "ragmon:judge_youden:ratio", "ragmon:judge_false_positive:ratio"
     jm = "judge, metric"
     quality = [
         {"record": f"ragmon:score_ratio:mean{w}", "expr": mean(w)},
-        {"record": n_w, "expr": f"sum by ({SPJM}) (increase({score_count}[{w}]))"},
-        {"record": f_w, "expr": f"sum by ({SPJM}) (increase({failures}[{w}]))"},
-        {"record": n_b, "expr": _same_hour(f"increase({score_count}[{w}])", SPJM)},
-        {"record": f_b, "expr": _same_hour(f"increase({failures}[{w}])", SPJM)},
-        {"record": p_w, "expr": f"{f_w}\n/ on({SPJM})\n({n_w} > 0)"},
-        {"record": p_b, "expr": f"{f_b}\n/ on({SPJM})\n({n_b} > 0)"},
-        {"record": pooled, "expr": f"({f_w} + on({SPJM}) {f_b})\n/ on({SPJM})\n({n_w} + on({SPJM}) {n_b})"},
-        # two-proportion z of the rise (window share - baseline share), pooled variance; > DROP_Z pages
-        {"record": f"ragmon:score_failures:rise_z{w}", "expr": (
-            f"({p_w} - on({SPJM}) {p_b})\n/ on({SPJM})\nsqrt(\n"
-            f"  clamp_min({pooled} * (1 - {pooled}), 0.0001)\n"
-            f"  * on({SPJM}) (1 / {n_w} + on({SPJM}) 1 / {n_b})\n)"
-        )},
+        *_share_rise_rules("ragmon:score_failures", failures, "ragmon:score_ratio_count", score_count, SPJM),
         # the judge's error rates (ragmon_judge_{sensitivity,specificity}_ratio, from the judge's
         # profile or its measured defaults): J = sensitivity + specificity - 1 turns observed
         # shares into estimated true ones (Rogan-Gladen); judges without them stay uncorrected
@@ -277,25 +292,11 @@ def contradiction_rules() -> list[dict[str, object]]:
     built like the drop alerts (one-sided two-proportion z test, minimum effect, count guards).
     No error-rate correction: the contradiction check has no measured sensitivity to correct with."""
     w, b = WINDOW, SAME_HOUR
-    rate = RATE_STREAM
-    c_w, n_w = f"ragmon:answers_contradicting:increase{w}", f"ragmon:answers_checked:increase{w}"
-    c_b, n_b = f"ragmon:answers_contradicting:increase{w}_{b}", f"ragmon:answers_checked:increase{w}_{b}"
-    p_w, p_b = f"ragmon:answers_contradicting:share{w}", f"ragmon:answers_contradicting:share{w}_{b}"
-    pooled, z = f"ragmon:answers_contradicting:pooled_share{w}", f"ragmon:answers_contradicting:rise_z{w}"
-    rules: list[dict[str, object]] = [
-        {"record": c_w, "expr": f"sum by ({SPJ}) (increase(ragmon_answers_contradicting_total{{{rate}}}[{w}]))"},
-        {"record": n_w, "expr": f"sum by ({SPJ}) (increase(ragmon_answers_checked_total{{{rate}}}[{w}]))"},
-        {"record": c_b, "expr": _same_hour(f"increase(ragmon_answers_contradicting_total{{{rate}}}[{w}])", SPJ)},
-        {"record": n_b, "expr": _same_hour(f"increase(ragmon_answers_checked_total{{{rate}}}[{w}])", SPJ)},
-        {"record": p_w, "expr": f"{c_w}\n/ on({SPJ})\n({n_w} > 0)"},
-        {"record": p_b, "expr": f"{c_b}\n/ on({SPJ})\n({n_b} > 0)"},
-        {"record": pooled, "expr": f"({c_w} + on({SPJ}) {c_b})\n/ on({SPJ})\n({n_w} + on({SPJ}) {n_b})"},
-        {"record": z, "expr": (
-            f"({p_w} - on({SPJ}) {p_b})\n/ on({SPJ})\nsqrt(\n"
-            f"  clamp_min({pooled} * (1 - {pooled}), 0.0001)\n"
-            f"  * on({SPJ}) (1 / {n_w} + on({SPJ}) 1 / {n_b})\n)"
-        )},
-    ]
+    events, total = "ragmon:answers_contradicting", "ragmon:answers_checked"
+    n_w, n_b = f"{total}:increase{w}", f"{total}:increase{w}_{b}"
+    p_w, p_b, z = f"{events}:share{w}", f"{events}:share{w}_{b}", f"{events}:rise_z{w}"
+    rules = _share_rise_rules(events, f"ragmon_answers_contradicting_total{{{RATE_STREAM}}}", total,
+                              f"ragmon_answers_checked_total{{{RATE_STREAM}}}", SPJ)
     sel = "{service=%q,pipeline=%q,judge=%q}"
     args = "$labels.service $labels.pipeline $labels.judge"
     pct = "humanizePercentage"
