@@ -38,7 +38,8 @@ from .. import semconv as sc
 from ..backoff import Backoff
 from ..errors import ConfigError, DecodeError
 from .handover import batch_of, hand_over, latency_only_of, unaccounted
-from .kafka_handover import Handover, decode, encode, short_id
+from .kafka_handover import decode, encode
+from .kafka_takeover import Takeovers
 from .kafka_wait import WaitingFilter
 from .offsets import OffsetTracker, PartitionKey
 from .otlp import decode_traces_payload
@@ -141,11 +142,6 @@ class KafkaSource:
         # What the rebalance listener last handed us; aiokafka's own view lags behind during a
         # rebalance, and records or lag of a revoked partition must not be touched meanwhile.
         self._assigned: set[TopicPartition] = set()
-        # partitions this agent has owned, and whether it has been assigned any yet: a partition it is
-        # given in a later rebalance without a previous owner's commit lost its owner before that
-        # owner's first commit (a crash right after start): what it judged is re-read uncounted otherwise
-        self._owned_before: set[TopicPartition] = set()
-        self._ever_assigned = False
         self._loading: set[TopicPartition] = set()  # assigned, the previous owner's hand-over being read
         self._logged: set[str] = set()
         self._dlq_tasks: set[asyncio.Task[None]] = set()
@@ -156,12 +152,8 @@ class KafkaSource:
         self._tally = Tally()  # per-message counts, applied once per partition batch
         self._waiting = WaitingFilter(config.kafka_topics, config.kafka_group_id)
         self._admin: AIOKafkaAdminClient | None = None  # reads the previous owner's commit metadata
-        # per assigned partition: what its previous owner handed over (traces to skip, and
-        # where it had read to), the short ids skipped so far, a crash's re-read range
-        # (until the highwater seen first; the trace ids counted), the metadata last committed
-        self._inherited: dict[PartitionKey, Handover] = {}
-        self._skipped: dict[PartitionKey, set[str]] = {}
-        self._suspect: dict[PartitionKey, tuple[int | None, set[str]]] = {}
+        # per assigned partition: what its previous owner handed over, and the metadata last committed
+        self._takeovers = Takeovers(lambda kind, n: metrics.kafka_handover.labels(kind).inc(n))
         self._meta_sent: dict[PartitionKey, str] = {}
 
     # --- SpanSource -------------------------------------------------------------------------
@@ -363,42 +355,17 @@ class KafkaSource:
         if spans:
             trace_ids = {span.trace_id for span in spans}
             self._tracker.note_traces(key, record.offset, tuple(trace_ids))
-            if self._inherited or self._suspect:  # only just after a hand-off
-                spans = self._after_handover(key, record.offset, spans, trace_ids)
+            if self._takeovers.active:  # only just after a hand-off
+                spans = self._takeovers.filter(key, record.offset, spans, trace_ids,
+                                               lambda: self._highwater(record.topic, record.partition))
         if spans:
             self._tally.inc(self._spans_counter, len(spans))
             self._sink.submit(spans, token)
         else:
             self._tracker.release(key, record.offset)
 
-    def _after_handover(self, key: PartitionKey, offset: int, spans: Any, trace_ids: set[str]) -> Any:
-        """Leave out the traces the partition's previous owner accounted for; count the rest as
-        redelivered while re-reading what a crashed owner may have judged."""
-        inherited = self._inherited.get(key)
-        if inherited is not None and inherited.taken:
-            skip = {t for t in trace_ids if short_id(t) in inherited.taken}
-            if skip:
-                seen = self._skipped.setdefault(key, set())
-                new = skip - seen
-                if new:
-                    seen.update(new)
-                    self._metrics.kafka_handover.labels(sc.HANDOVER_SKIPPED).inc(len(new))
-                spans = [span for span in spans if span.trace_id not in skip]
-                trace_ids = trace_ids - skip
-        suspect = self._suspect.get(key)
-        if suspect is not None:
-            until, counted = suspect
-            if until is None and self._consumer is not None:
-                until = self._consumer.highwater(TopicPartition(*key))  # what was there at the takeover
-                self._suspect[key] = (until, counted)
-            if until is None or offset >= until:
-                del self._suspect[key]
-            else:
-                new = trace_ids - counted
-                if new:
-                    counted.update(new)
-                    self._metrics.kafka_handover.labels(sc.HANDOVER_REDELIVERED).inc(len(new))
-        return spans
+    def _highwater(self, topic: str, partition: int) -> int | None:
+        return self._consumer.highwater(TopicPartition(topic, partition)) if self._consumer is not None else None
 
     def _poison(self, record: ConsumerRecord[Any, Any], reason: str, error: str) -> None:
         self._metrics.requests_received.labels(self.name, "rejected").inc()
@@ -457,7 +424,7 @@ class KafkaSource:
                 if safe is None or end is None:
                     continue
                 pending = (handed or set()) if final else unaccounted(self._sink, ids) if self._sink else ids
-                inherited = self._inherited.get(key)
+                inherited = self._takeovers.inherited(key)
                 taken = ids - pending
                 if inherited is not None and inherited.end > end:  # it had read further than we did
                     end = inherited.end
@@ -522,9 +489,9 @@ class KafkaSource:
             await self._commit(self._consumer, keys, final=True, handed=handed)
         log.info("kafka: handed over %s: %d open trace(s) left whole to the next owner", _fmt(keys), len(handed))
         self._tracker.forget(keys)
+        self._takeovers.forget(keys)
         for key in keys:
-            for state in (self._inherited, self._skipped, self._suspect, self._meta_sent):
-                state.pop(key, None)
+            self._meta_sent.pop(key, None)
 
     async def _on_assigned(self, assigned: set[TopicPartition]) -> None:
         self._metrics.kafka_rebalances.labels("assigned").inc()
@@ -537,8 +504,7 @@ class KafkaSource:
                 await self._load_handover(assigned)
             finally:
                 self._loading = set()
-            self._ever_assigned = True
-            self._owned_before |= set(assigned)
+            self._takeovers.assigned((tp.topic, tp.partition) for tp in assigned)
         self._assigned = set(assigned)
 
     async def _load_handover(self, assigned: set[TopicPartition]) -> None:
@@ -557,17 +523,7 @@ class KafkaSource:
                            "traces they accounted for may be judged again", exc)
             return
         for tp in assigned:
-            key = (tp.topic, tp.partition)
-            handover = decode(getattr(committed.get(tp), "metadata", None))
-            if handover is None:
-                if self._ever_assigned and tp not in self._owned_before:
-                    # taken over in a rebalance, and its owner never committed: it may have judged
-                    # traces before dying; re-reading them counts as redelivered (an upper bound)
-                    self._suspect[key] = (None, set())
-                continue
-            self._inherited[key] = handover
-            if not handover.clean:  # its owner may have died after this commit
-                self._suspect[key] = (None, set())
+            self._takeovers.receive((tp.topic, tp.partition), decode(getattr(committed.get(tp), "metadata", None)))
 
     # --- lag ------------------------------------------------------------------------------------
     async def _update_lag(self, consumer: AIOKafkaConsumer) -> None:
