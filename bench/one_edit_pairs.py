@@ -9,7 +9,9 @@ judge scores the copy against its original.
                                                # docs/one-edit-pairs.json and a Markdown table
 
 Only faithful answers (``labels.faithful == 1``) are edited, and only where the edited span is
-held by the contexts (so the original claim is supported and the edit contradicts it). A pair is
+held by the contexts (so the original claim is supported and the edit contradicts it). A number
+is a quantity: list markers ("3. Place the potatoes") and source references ("Passage 4",
+"[2]", "Question 6") are not edited — changing one is a citation or layout error, not a fact. A pair is
 kept when its edit changes exactly one span. Nothing here is fitted: the pairs measure.
 """
 
@@ -40,6 +42,11 @@ KINDS = ("number", "negation", "name", "date", "unit")
 PER_KIND = 60  # pairs per (set, kind) at most
 
 _NUMBER = re.compile(r"(?<![\w.,$])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\w,]?\d)")
+# not a quantity: a list marker ("\n3. Place the potatoes"), a source reference ("Passage 4", "[2]",
+# "Question 6"): changing one is a citation or layout error, not a fact the sources contradict
+_MARKER_BEFORE = re.compile(r"(?:^|\n)\s*$|\b(?:passages?|documents?|sources?|contexts?|questions?|steps?|"
+                            r"parts?|sections?|chapters?)\s*#?\s*$|\[\s*$", re.IGNORECASE)
+_MARKER_AFTER = re.compile(r"^[.)]\s")
 _NEGATABLE = re.compile(r"\b(is|are|was|were|can|will|should|could|would|must|may)\s+(?!not\b|n't)(?=[a-z])")
 _NEGATION = re.compile(r"\b(not|no|never|none|cannot|n't|without)\b|n't", re.IGNORECASE)
 _NAME = re.compile(r"(?<=[a-z] )([A-Z][a-z]{2,}(?: [A-Z][a-z]{2,})?)")  # after a lower-case word: mid-sentence
@@ -69,7 +76,8 @@ def _edits(kind: str, answer: str, context: str, key: str) -> Iterator[tuple[int
     if kind == "number":
         for m in _NUMBER.finditer(answer):
             text = m.group(0)
-            if text not in context or len(text) > 9:
+            listed = _MARKER_AFTER.match(answer[m.end():m.end() + 2]) and "\n" in answer[m.start() - 3:m.start()]
+            if text not in context or len(text) > 9 or _MARKER_BEFORE.search(answer[:m.start()][-40:]) or listed:
                 continue
             value = float(text.replace(",", ""))
             for factor in (2, 3, 5, 7):

@@ -58,6 +58,29 @@ def test_paraphrases_lists_and_combined_claims_are_not_contradicted(judge, answe
     assert all(v["verdict"] != cv.CONTRADICTED for v in found), found
 
 
+@pytest.mark.parametrize("answer", [
+    "Based on the given passages, the Team plan costs $49 per month.",
+    "According to passage 1, the Team plan costs $49 per month.",
+    "Passage 1 mentions that the Team plan costs $49 per month.",
+    "The Team plan costs $49 per month (Passage 1).",
+])
+def test_an_attribution_does_not_exempt_a_changed_fact(judge, answer):
+    """"Based on the passages, X" claims X: the attribution is not a statement about the sources."""
+    score, found = verdicts(judge, answer)
+    assert [v["verdict"] for v in found] == [cv.CONTRADICTED], found
+    assert "49" in found[0]["reason"] and score < 0.5
+
+
+@pytest.mark.parametrize("answer", [
+    "The Team plan costs $19 per month (Passage 7).",  # a citation's number is not a quantity
+    "According to Passage 3 and 4, the Team plan includes 5 seats [2].",
+    "The passages do not mention a plan that costs $99.",  # a meta-statement stays one
+])
+def test_citations_and_meta_statements_are_not_contradictions(judge, answer):
+    _, found = verdicts(judge, answer)
+    assert all(v["verdict"] != cv.CONTRADICTED for v in found), found
+
+
 def test_one_contradiction_in_a_long_answer_moves_the_score(judge):
     faithful = ("The Team plan costs $19 per month and includes 5 seats. The Business plan costs $49 per month. "
                 "It adds single sign-on. Refunds are possible within 30 days of purchase. Support is available "

@@ -61,3 +61,12 @@ def test_answer_relevancy_noncommittal_is_zero_and_no_questions_is_none():
 def test_answer_relevancy_is_clipped_to_a_ratio():
     q = np.array([1.0, 0.0])
     assert formulas.answer_relevancy(q, np.array([[-1.0, 0.0]]), noncommittal=False) == 0.0
+
+
+def test_a_contradiction_caps_faithfulness_and_each_further_one_lowers_it() -> None:
+    assert formulas.with_contradictions(0.9, 0, 6) == 0.9  # no contradiction: the score as it was
+    one, two = formulas.with_contradictions(0.9, 1, 6), formulas.with_contradictions(0.9, 2, 6)
+    assert one == pytest.approx(0.45 * (1 - 1 / 12)) and two < one < formulas.CONTRADICTION_CAP
+    # an answer that already scored under the cap is still lowered by its first contradiction
+    assert formulas.with_contradictions(0.3, 1, 2) == pytest.approx(0.3 * 0.75)
+    assert formulas.with_contradictions(0.0, 1, 2) == 0.0

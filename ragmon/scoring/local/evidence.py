@@ -5,6 +5,7 @@ numbers, negations and names — against that evidence. Pure numpy; no model cal
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 from collections.abc import Sequence
@@ -13,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..text import stem, words
-from .claims import TextFacts, content_pieces, question_word_pieces, rarity, strict_numbers
+from .attribution import citation_numbers, core
+from .claims import TextFacts, content_pieces, facts, question_word_pieces, rarity, strict_numbers
 from .conflicts import conflict, slots
 from .embedder import TokenStates
 
@@ -50,7 +52,8 @@ class ClaimEvidence:
     rare_coverage: float = 1.0  # coverage with each word weighted by its rarity
     rare_novel: float = 0.0  # sum of the rarity of the novel words
     missing_digits: tuple[str, ...] = ()  # numbers written in digits absent from all contexts
-    about_sources: bool = False  # the claim talks about the passages ("the passages do not say")
+    about_sources: bool = False  # a meta-statement about the passages ("the passages do not say"), not
+    # a claim with an attribution ("Based on the passages, X" claims X: attribution.py)
     best_overlap: float = 0.0  # share of the claim's words in its best evidence sentence
     best_reverse_overlap: float = 0.0  # share of that sentence's words in the claim
     claim_negated: bool = False  # the claim itself carries the negation
@@ -150,6 +153,7 @@ def check_claims(
     known = frozenset(all_tokens)
     for i, claim in enumerate(claims):
         cf = claim_facts[i]
+        cites = citation_numbers(claim)
         if sims.shape[1]:
             order = np.argsort(-sims[i])[:TOP_K_EVIDENCE]
             best = int(order[0])
@@ -162,7 +166,13 @@ def check_claims(
             evidence = sentences[best]
             evidence_neg = sentence_facts[best].negations
             best_tokens = sentence_facts[best].tokens
-            changed = conflict(claim, slots(claim, cf), evidence, sentence_slots[best], sentence_slots,
+            # what the claim says, its attribution and citations aside ("Passage 4" names a source,
+            # not a quantity or a name to compare)
+            said = core(claim)
+            claim_slots = slots(claim, cf) if said == claim else slots(said, facts(said))
+            if cites:
+                claim_slots = dataclasses.replace(claim_slots, numbers=claim_slots.numbers - cites)
+            changed = conflict(said, claim_slots, evidence, sentence_slots[best], sentence_slots,
                                frozenset(window_tokens), known)
             window_negated = any(sentence_facts[int(j)].negations for j in order)
         else:
@@ -201,8 +211,8 @@ def check_claims(
                 novel_run=longest,
                 rare_coverage=1.0 - rare_novel / total_weight if total_weight else 1.0,
                 rare_novel=rare_novel,
-                missing_digits=tuple(sorted(strict_numbers(claim) - all_numbers)),
-                about_sources=bool(_ABOUT_SOURCES.search(claim)),
+                missing_digits=tuple(sorted(strict_numbers(claim) - cites - all_numbers)),
+                about_sources=bool(_ABOUT_SOURCES.search(core(claim))),
                 best_overlap=len(cf.tokens & best_tokens) / n_tok if n_tok else 0.0,
                 best_reverse_overlap=len(cf.tokens & best_tokens) / len(best_tokens) if best_tokens else 0.0,
                 soft_novel=soft_novel[i] if soft_novel is not None else 0,
