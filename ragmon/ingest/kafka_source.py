@@ -14,7 +14,7 @@ traces and judges every other trace whole, once.
 
 Flow control: while ``sink.backpressure()`` is True every assigned partition is paused
 (``consumer.pause``) and the consumer keeps polling, so the group membership stays alive and
-nothing is buffered without bound. Poison messages are counted, optionally dead-lettered and
+nothing is buffered without bound. Poison messages are counted, optionally dead-lettered (``kafka_dlq.py``) and
 released at once: a partition never stalls on them. A broker outage is retried with backoff
 and logged once.
 """
@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
+from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from aiokafka.abc import ConsumerRebalanceListener
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaError
@@ -38,6 +38,7 @@ from .. import semconv as sc
 from ..backoff import Backoff
 from ..errors import ConfigError, DecodeError
 from .handover import batch_of, hand_over, latency_only_of, unaccounted
+from .kafka_dlq import DeadLetters
 from .kafka_handover import decode, encode
 from .kafka_takeover import Takeovers
 from .kafka_wait import WaitingFilter
@@ -51,19 +52,12 @@ log = logging.getLogger("ragmon.kafka")
 
 Token = tuple[str, int, int]
 
-#: Dead-letter headers: why the message was refused and where it came from.
-DLQ_ERROR_HEADER = "ragmon.error"
-DLQ_REASON_HEADER = "ragmon.reason"
-DLQ_TOPIC_HEADER = "ragmon.original.topic"
-DLQ_PARTITION_HEADER = "ragmon.original.partition"
-DLQ_OFFSET_HEADER = "ragmon.original.offset"
 
 _POLL_TIMEOUT_MS = 200
 _MAX_RECORDS = 500
 _LAG_INTERVAL_S = 1.0
 _BACKOFF_MIN_S = 0.5
 _BACKOFF_MAX_S = 10.0
-_DLQ_SEND_TIMEOUT_S = 10.0
 _PROBE_TIMEOUT_S = 2.0
 _COMMIT_TIMEOUT_S = 10.0
 
@@ -130,7 +124,6 @@ class KafkaSource:
         self._sink: SpanSink | None = None
         self._latency_only: LatencyOnly | None = None  # the sink's (handover.latency_only_of)
         self._consumer: AIOKafkaConsumer | None = None
-        self._producer: AIOKafkaProducer | None = None
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self._connected = False
@@ -144,7 +137,9 @@ class KafkaSource:
         self._assigned: set[TopicPartition] = set()
         self._loading: set[TopicPartition] = set()  # assigned, the previous owner's hand-over being read
         self._logged: set[str] = set()
-        self._dlq_tasks: set[asyncio.Task[None]] = set()
+        self._dead_letters = DeadLetters(config.kafka_dead_letter_topic, self._client_opts,
+                                         lambda r: self._tracker.release((r.topic, r.partition), r.offset),
+                                         self._log_once)
         self._commit_lock = asyncio.Lock()
         self._topic_counters: dict[str, Any] = {}
         self._spans_counter = metrics.spans_received.labels(self.name)
@@ -185,15 +180,11 @@ class KafkaSource:
                 self._log_once("handover", "kafka: handing traces over on stop failed: %r", exc)
             await self._commit(consumer, final=True, handed=handed)
             log.info("kafka: stopping: %d open trace(s) left whole to the partitions' next owner", len(handed))
-        if self._dlq_tasks:
-            await asyncio.wait(set(self._dlq_tasks), timeout=_DLQ_SEND_TIMEOUT_S)
+        await self._dead_letters.drain()
         if consumer is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(consumer.stop(), timeout=30)
-        if self._producer is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._producer.stop(), timeout=10)
-            self._producer = None
+        await self._dead_letters.stop()
         if self._admin is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._admin.close(), timeout=10)
@@ -249,17 +240,12 @@ class KafkaSource:
             with contextlib.suppress(Exception):
                 await consumer.stop()
             raise
-        if self._config.kafka_dead_letter_topic and self._producer is None:
-            producer = AIOKafkaProducer(client_id="ragmon-agent-dlq", acks="all", **self._client_opts)
-            try:
-                await producer.start()
-            except BaseException:
-                with contextlib.suppress(Exception):
-                    await producer.stop()
-                with contextlib.suppress(Exception):
-                    await consumer.stop()
-                raise
-            self._producer = producer
+        try:
+            await self._dead_letters.start()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await consumer.stop()
+            raise
         self._consumer = consumer
         self._connected = True
         log.info("kafka: consuming %s as group %r from %s", ",".join(self._config.kafka_topics),
@@ -373,37 +359,8 @@ class KafkaSource:
         self._metrics.kafka_dead_letters.labels(reason).inc()
         self._log_once(f"poison:{reason}", "kafka: skipping poison message %s[%d]@%d (%s)%s",
                        record.topic, record.partition, record.offset, error,
-                       f"; writing it to {self._config.kafka_dead_letter_topic}"
-                       if self._producer is not None else "")
-        if self._producer is None:
-            self._tracker.release((record.topic, record.partition), record.offset)
-            return
-        task = asyncio.create_task(self._dead_letter(self._producer, record, reason, error))
-        self._dlq_tasks.add(task)
-        task.add_done_callback(self._dlq_tasks.discard)
-
-    async def _dead_letter(self, producer: AIOKafkaProducer, record: ConsumerRecord[Any, Any],
-                           reason: str, error: str) -> None:
-        """Write the original bytes to the dead-letter topic; release either way so the
-        partition moves on (a DLQ failure is logged once, the drop is already counted)."""
-        topic = self._config.kafka_dead_letter_topic
-        assert topic is not None
-        headers = [
-            (DLQ_ERROR_HEADER, error.encode("utf-8", "replace")[:1000]),
-            (DLQ_REASON_HEADER, reason.encode()),
-            (DLQ_TOPIC_HEADER, record.topic.encode()),
-            (DLQ_PARTITION_HEADER, str(record.partition).encode()),
-            (DLQ_OFFSET_HEADER, str(record.offset).encode()),
-        ]
-        try:
-            fut = await asyncio.wait_for(
-                producer.send(topic, record.value, key=record.key, headers=headers),
-                timeout=_DLQ_SEND_TIMEOUT_S)
-            await asyncio.wait_for(fut, timeout=_DLQ_SEND_TIMEOUT_S)
-        except (TimeoutError, KafkaError) as exc:
-            self._log_once("dlq", "kafka: could not write to dead-letter topic %s: %r", topic, exc)
-        finally:
-            self._tracker.release((record.topic, record.partition), record.offset)
+                       f"; writing it to {self._dead_letters.topic}" if self._dead_letters.writing else "")
+        self._dead_letters.refuse(record, reason, error)
 
     # --- offsets --------------------------------------------------------------------------------
     async def _commit(self, consumer: AIOKafkaConsumer, keys: set[PartitionKey] | None = None, *,

@@ -20,7 +20,8 @@ from ragmon import semconv as sc
 from ragmon.config import load_agent_config
 from ragmon.errors import ConfigError
 from ragmon.export.metrics import AgentMetrics
-from ragmon.ingest.kafka_source import DLQ_ERROR_HEADER, DLQ_OFFSET_HEADER, KafkaSource, kafka_client_options
+from ragmon.ingest.kafka_dlq import DLQ_ERROR_HEADER, DLQ_OFFSET_HEADER
+from ragmon.ingest.kafka_source import KafkaSource, kafka_client_options
 from ragmon.ingest.settings import KafkaSourceSettings
 from ragmon.sdk.kafka_exporter import KafkaSpanExporter
 
