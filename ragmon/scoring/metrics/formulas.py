@@ -54,20 +54,18 @@ def faithfulness(verdicts: Sequence[bool]) -> float | None:
     return sum(1 for v in verdicts if v) / len(verdicts)
 
 
-# A contradicted claim maps faithfulness into [0, CONTRADICTION_CAP), below the diagnosis threshold —
-# one claim that says the opposite of its sources fails the answer, however many others are
-# supported — and lowers it by half its share of the claims. Scaling (not clipping) keeps the order
-# of the scores: a worse answer stays lower, and each further contradiction lowers it again
-# (docs/judges.md, "Contradicted claims").
+# A contradicted claim lowers faithfulness by half its share of the claims and caps it below the
+# diagnosis threshold — one claim that says the opposite of its sources fails the answer, however
+# many others are supported (docs/judges.md, "Contradicted claims").
 CONTRADICTION_CAP = 0.45
 
 
 def with_contradictions(score: float, contradicted: int, claims: int) -> float:
     """``score`` of an answer with ``contradicted`` of its ``claims`` contradicted:
-    ``CONTRADICTION_CAP × score × (1 − contradicted / (2 × claims))``; unchanged without one."""
+    ``min(score × (1 − contradicted / (2 × claims)), CONTRADICTION_CAP)``; unchanged without one."""
     if contradicted <= 0 or claims <= 0:
         return score
-    return CONTRADICTION_CAP * score * (1.0 - min(contradicted, claims) / (2.0 * claims))
+    return min(score * (1.0 - min(contradicted, claims) / (2.0 * claims)), CONTRADICTION_CAP)
 
 
 def faithfulness_with_contradictions(verdicts: Sequence[bool], contradicted: int) -> float | None:
