@@ -9,12 +9,13 @@ logged once). Without a dead-letter topic nothing is written and the message is 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable
 from typing import Any
 
 from aiokafka import AIOKafkaProducer, ConsumerRecord
 from aiokafka.errors import KafkaError
+
+from ..closing import close_quietly
 
 #: Dead-letter headers: why the message was refused and where it came from.
 DLQ_ERROR_HEADER = "ragmon.error"
@@ -54,8 +55,7 @@ class DeadLetters:
         try:
             await producer.start()
         except BaseException:
-            with contextlib.suppress(Exception):
-                await producer.stop()
+            await close_quietly(producer.stop, 10, "dead-letter producer", connections=producer.client.close)
             raise
         self._producer = producer
 
@@ -93,7 +93,6 @@ class DeadLetters:
             await asyncio.wait(set(self._tasks), timeout=SEND_TIMEOUT_S)
 
     async def stop(self) -> None:
-        if self._producer is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._producer.stop(), timeout=10)
-            self._producer = None
+        producer, self._producer = self._producer, None
+        if producer is not None:
+            await close_quietly(producer.stop, 10, "dead-letter producer", connections=producer.client.close)

@@ -36,6 +36,7 @@ from aiokafka.helpers import create_ssl_context
 
 from .. import semconv as sc
 from ..backoff import Backoff
+from ..closing import close_quietly
 from ..errors import ConfigError, DecodeError
 from .handover import batch_of, hand_over, latency_only_of, unaccounted
 from .kafka_dlq import DeadLetters
@@ -182,12 +183,10 @@ class KafkaSource:
             log.info("kafka: stopping: %d open trace(s) left whole to the partitions' next owner", len(handed))
         await self._dead_letters.drain()
         if consumer is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(consumer.stop(), timeout=30)
+            await stop_consumer(consumer)
         await self._dead_letters.stop()
         if self._admin is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._admin.close(), timeout=10)
+            await close_quietly(self._admin.close, 10, "kafka admin client")
             self._admin = None
         self._account_pause()
         self._connected = False
@@ -236,15 +235,9 @@ class KafkaSource:
         consumer.subscribe(topics=list(self._config.kafka_topics), listener=_Rebalance(self))
         try:
             await consumer.start()
-        except BaseException:
-            with contextlib.suppress(Exception):
-                await consumer.stop()
-            raise
-        try:
             await self._dead_letters.start()
         except BaseException:
-            with contextlib.suppress(Exception):
-                await consumer.stop()
+            await stop_consumer(consumer)
             raise
         self._consumer = consumer
         self._connected = True
@@ -470,7 +463,11 @@ class KafkaSource:
         try:
             if self._admin is None:
                 admin = AIOKafkaAdminClient(client_id="ragmon-agent-handover", **self._client_opts)
-                await asyncio.wait_for(admin.start(), timeout=_COMMIT_TIMEOUT_S)
+                try:
+                    await asyncio.wait_for(admin.start(), timeout=_COMMIT_TIMEOUT_S)
+                except BaseException:
+                    await close_quietly(admin.close, 10, "kafka admin client")
+                    raise
                 self._admin = admin
             committed = await asyncio.wait_for(
                 self._admin.list_consumer_group_offsets(self._config.kafka_group_id, partitions=list(assigned)),
@@ -529,6 +526,12 @@ class KafkaSource:
 
     def safe_offsets(self) -> dict[PartitionKey, int | None]:
         return {key: self._tracker.safe_offset(key) for key in self._tracker.partitions()}
+
+
+async def stop_consumer(consumer: AIOKafkaConsumer) -> None:
+    """Stop ``consumer`` whatever it raises; when aiokafka's stop fails half-way (see ``ragmon.closing``)
+    its connections are closed here, through the one private attribute it offers for them."""
+    await close_quietly(consumer.stop, 30, "kafka consumer", connections=lambda: consumer._client.close())
 
 
 def _fmt(keys: set[PartitionKey]) -> str:

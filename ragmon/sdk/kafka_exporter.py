@@ -30,6 +30,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from ..backoff import Backoff
+from ..closing import close_quietly
 
 log = logging.getLogger("ragmon.sdk.kafka")
 
@@ -203,15 +204,16 @@ class KafkaSpanExporter(SpanExporter):
                 loop.call_soon_threadsafe(wake.set)
 
     def _thread_main(self) -> None:
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        try:
-            loop.run_until_complete(self._produce_forever())
-        except Exception as exc:  # pragma: no cover - last resort, the app must not notice
-            log.warning("ragmon: Kafka exporter thread stopped: %r", exc)
-        finally:
-            self._ready.set()
-            loop.close()
+        # A Runner, not a bare loop: on the way out it cancels and awaits the tasks aiokafka leaves
+        # behind (connection attempts, the sender), so no socket or pending task outlives the thread.
+        with asyncio.Runner() as runner:
+            self._loop = runner.get_loop()
+            try:
+                runner.run(self._produce_forever())
+            except Exception as exc:  # pragma: no cover - last resort, the app must not notice
+                log.warning("ragmon: Kafka exporter thread stopped: %r", exc)
+            finally:
+                self._ready.set()
 
     async def _produce_forever(self) -> None:
         from aiokafka import AIOKafkaProducer
@@ -331,5 +333,4 @@ def _producer_options(bootstrap_servers: str, compression: str | None, max_messa
 
 
 async def _quiet_stop(producer: Any) -> None:
-    with contextlib.suppress(Exception):  # best effort on the way out
-        await asyncio.wait_for(producer.stop(), timeout=5.0)
+    await close_quietly(producer.stop, 5.0, "Kafka producer", connections=producer.client.close)
