@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from ragmon.calibration import stats
+from ragmon.calibration.fit import Logistic
 from ragmon.calibration.report import ranking_report
 from ragmon.scoring.local import LocalJudge
 from ragmon.scoring.local import model as local_model
@@ -53,47 +54,15 @@ SEED = 20261130
 L2 = 1.0  # ridge penalty on standardised features
 
 
-# --- logistic regression (numpy, Newton / IRLS with L2) -----------------------------------------
-@dataclass
-class Logistic:
-    names: list[str]
-    mean: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    std: np.ndarray = field(default_factory=lambda: np.ones(0))
-    w: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    b: float = 0.0
+# --- logistic regression: the library's (ragmon.calibration.fit), fitted here unweighted ----------
+def fit_unweighted(names: Sequence[str], x: np.ndarray, y: np.ndarray) -> Logistic:
+    """Every row counts once (the shipped coefficients were fitted so), with this bench's ridge."""
+    return Logistic(list(names)).fit(x, y, l2=L2, weights=np.ones(len(y)))
 
-    def fit(self, x: np.ndarray, y: np.ndarray, l2: float = L2, weights: np.ndarray | None = None) -> Logistic:
-        self.mean = x.mean(axis=0)
-        self.std = x.std(axis=0)
-        self.std[self.std < 1e-9] = 1.0
-        z = (x - self.mean) / self.std
-        n, d = z.shape
-        sw = np.ones(n) if weights is None else weights
-        a = np.c_[z, np.ones(n)]
-        beta = np.zeros(d + 1)
-        reg = np.eye(d + 1) * l2
-        reg[-1, -1] = 0.0  # no penalty on the intercept
-        for _ in range(50):
-            p = 1.0 / (1.0 + np.exp(-(a @ beta)))
-            grad = a.T @ (sw * (p - y)) + reg @ beta
-            hess = (a * (sw * p * (1 - p))[:, None]).T @ a + reg
-            step = np.linalg.solve(hess, grad)
-            beta -= step
-            if np.abs(step).max() < 1e-8:
-                break
-        self.w, self.b = beta[:-1], float(beta[-1])
-        return self
 
-    def predict(self, x: np.ndarray) -> np.ndarray:
-        return 1.0 / (1.0 + np.exp(-(((x - self.mean) / self.std) @ self.w + self.b)))
-
-    def raw_weights(self) -> dict[str, float]:
-        """Weights on the unstandardised features, as the runtime uses them."""
-        w = self.w / self.std
-        bias = self.b - float((self.w * self.mean / self.std).sum())
-        out = {"bias": round(bias, 6)}
-        out.update({n: round(float(v), 6) for n, v in zip(self.names, w, strict=True)})
-        return out
+def rounded(weights: dict[str, float]) -> dict[str, float]:
+    """Raw weights as written into coefficients.py (six decimals keep the file's diffs readable)."""
+    return {k: round(v, 6) for k, v in weights.items()}
 
 
 def persist_embeddings(judge: LocalJudge, path: Path) -> Callable[[], None]:
@@ -253,11 +222,11 @@ def fit_faithfulness(
     claim_model = None
     if claim_names:
         x, y, _ = claim_matrix(rows, claim_names)
-        claim_model = Logistic(list(claim_names)).fit(x, y)
+        claim_model = fit_unweighted(claim_names, x, y)
     sup = supports_for(rows, claim_model)
     xa = answer_matrix(rows, answer_names, sup)
     ya = np.array([r.label for r in rows], float)
-    return claim_model, Logistic(list(answer_names)).fit(xa, ya)
+    return claim_model, fit_unweighted(answer_names, xa, ya)
 
 
 def oof_faithfulness(
@@ -476,13 +445,13 @@ def ctx_fit(rows: Sequence[CtxRow], names: Sequence[str], with_misses: bool = Tr
     sentence (on topic, whatever its label) against the synthetic misses' sentences."""
     x = np.array([ctx_vector(f, names) for r in rows for f in r.features])
     y = np.array([lab for r in rows for lab in r.labels], float)
-    model = CtxModel(Logistic(list(names)).fit(x, y))
+    model = CtxModel(fit_unweighted(names, x, y))
     if with_misses and any(r.miss_features for r in rows):
         gate = local_model.TOPIC_FEATURES
         xg = np.array([ctx_vector(f, gate) for r in rows for f in [*r.topic_features, *r.miss_features]])
         yg = np.array([v for r in rows for v in [*[1] * len(r.topic_features), *[0] * len(r.miss_features)]],
                       float)
-        model.gate = Logistic(list(gate)).fit(xg, yg)
+        model.gate = fit_unweighted(gate, xg, yg)
     return model
 
 
@@ -792,8 +761,9 @@ def write_coefficients(
         return "\n".join([f"{name}: dict[str, float] = {{", *[f'    "{k}": {v!r},' for k, v in weights.items()], "}"])
 
     text = COEF_FILE.read_text(encoding="utf-8")
-    for name, weights in (("CLAIM_WEIGHTS", claim.raw_weights()), ("CONTEXT_WEIGHTS", context.ranker.raw_weights()),
-                          ("TOPIC_WEIGHTS", context.gate.raw_weights())):
+    for name, weights in (("CLAIM_WEIGHTS", rounded(claim.raw_weights())),
+                          ("CONTEXT_WEIGHTS", rounded(context.ranker.raw_weights())),
+                          ("TOPIC_WEIGHTS", rounded(context.gate.raw_weights()))):
         text = _re.sub(rf"{name}: dict\[str, float\] = \{{.*?\n\}}", block(name, weights), text, flags=_re.S)
     text = _re.sub(r"CONTEXT_THRESHOLD = [0-9.]+", f"CONTEXT_THRESHOLD = {round(ctx_thr, 4)!r}", text)
     COEF_FILE.write_text(text, encoding="utf-8")

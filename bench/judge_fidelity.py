@@ -46,10 +46,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from fit_local_judge import Logistic, fold_of, persist_embeddings  # noqa: E402
+from fit_local_judge import fold_of, persist_embeddings, rounded  # noqa: E402
 
 from ragmon import semconv as sc  # noqa: E402
 from ragmon.calibration import stats  # noqa: E402
+from ragmon.calibration.fit import Logistic  # noqa: E402
 from ragmon.scoring.local import LocalJudge  # noqa: E402
 from ragmon.scoring.local import model as local_model  # noqa: E402
 from ragmon.scoring.local._online import online_values  # noqa: E402
@@ -428,7 +429,8 @@ def write_coefficients(chosen: dict[str, Any]) -> None:
     def block(name: str, weights: dict[str, float]) -> str:
         return "\n".join([f"{name}: dict[str, float] = {{", *[f'    "{k}": {v!r},' for k, v in weights.items()], "}"])
 
-    blocks = (("ANSWER_WEIGHTS", model.raw_weights()), ("RELEVANCY_WEIGHTS", chosen["relevancy"].raw_weights()))
+    blocks = (("ANSWER_WEIGHTS", rounded(model.raw_weights())),
+              ("RELEVANCY_WEIGHTS", rounded(chosen["relevancy"].raw_weights())))
     for name, weights in blocks:
         text = re.sub(rf"{name}: dict\[str, float\] = \{{.*?\n\}}", block(name, weights), text, flags=re.S)
     text = re.sub(r"FAITHFULNESS_THRESHOLD = [0-9.]+", "FAITHFULNESS_THRESHOLD = 0.5", text)

@@ -110,7 +110,7 @@ def row_features(judge: LocalJudge, row: LabelledRow) -> RowFeatures:
     return out
 
 
-# --- a small logistic regression (Newton steps, L2, sample weights) ------------------------------
+# --- the one logistic regression (Newton steps, L2, sample weights): calibrate --fit and the benches --
 @dataclass
 class Logistic:
     names: list[str]
@@ -119,10 +119,14 @@ class Logistic:
     w: np.ndarray = field(default_factory=lambda: np.zeros(0))
     b: float = 0.0
 
-    def fit(self, x: np.ndarray, y: np.ndarray, l2: float = L2) -> Logistic:
-        """Classes weighted equally (a balanced fit: 0.5 is the balanced-accuracy cut)."""
-        n_pos, n_neg = float((y == 1).sum()), float((y == 0).sum())
-        sw = np.where(y == 1, len(y) / (2 * max(n_pos, 1)), len(y) / (2 * max(n_neg, 1)))
+    def fit(self, x: np.ndarray, y: np.ndarray, l2: float = L2, weights: np.ndarray | None = None) -> Logistic:
+        """``weights``: one per row; by default classes weighted equally (a balanced fit: 0.5 is the
+        balanced-accuracy cut). The benches that fit the shipped coefficients pass their own."""
+        if weights is None:
+            n_pos, n_neg = float((y == 1).sum()), float((y == 0).sum())
+            sw = np.where(y == 1, len(y) / (2 * max(n_pos, 1)), len(y) / (2 * max(n_neg, 1)))
+        else:
+            sw = np.asarray(weights, dtype=float)
         self.mean = x.mean(axis=0)
         self.std = x.std(axis=0)
         self.std[self.std < 1e-9] = 1.0
