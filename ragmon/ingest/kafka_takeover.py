@@ -33,9 +33,11 @@ class Takeovers:
         self._skipped: dict[PartitionKey, set[str]] = {}
         # until (the highwater at the takeover, read with the first re-read record) and the trace ids counted
         self._suspect: dict[PartitionKey, tuple[int | None, set[str]]] = {}
-        # partitions this agent has owned, and whether it has been assigned any yet: a partition given
-        # in a later rebalance without a previous owner's commit lost its owner before its first commit
-        self._owned_before: set[PartitionKey] = set()
+        # the partitions of this agent's previous assignment, and whether it has had one: a partition
+        # given in a later rebalance, not held just before, without a commit lost its owner before
+        # that owner's first commit. Held *just before*, not ever: a partition this agent held at
+        # start, then lost to another agent that died before committing, comes back uncommitted.
+        self._held: set[PartitionKey] = set()
         self._ever_assigned = False
 
     @property
@@ -49,7 +51,7 @@ class Takeovers:
     def receive(self, key: PartitionKey, handover: Handover | None) -> None:
         """What the previous owner of ``key`` committed (None: no commit, or another writer's)."""
         if handover is None:
-            if self._ever_assigned and key not in self._owned_before:
+            if self._ever_assigned and key not in self._held:
                 # taken over in a rebalance, and its owner never committed: it may have judged
                 # traces before dying; re-reading them counts as redelivered (an upper bound)
                 self._suspect[key] = (None, set())
@@ -61,7 +63,7 @@ class Takeovers:
     def assigned(self, keys: Iterable[PartitionKey]) -> None:
         """The assignment is complete (after ``receive`` for each of ``keys``)."""
         self._ever_assigned = True
-        self._owned_before.update(keys)
+        self._held = set(keys)
 
     def filter(self, key: PartitionKey, offset: int, spans: Sequence[Any], trace_ids: set[str],
                highwater: Callable[[], int | None]) -> Sequence[Any]:

@@ -77,6 +77,27 @@ def test_a_partition_taken_over_without_any_commit_is_suspect_only_after_a_first
     assert counts == {sc.HANDOVER_REDELIVERED: 1}
 
 
+def test_a_partition_held_at_start_then_owned_by_an_agent_that_died_uncommitted_is_suspect() -> None:
+    """Two agents: this one holds every partition until the other joins, the other judges some of
+    them and is killed before its first commit; the partitions come back with no commit at all, and
+    their re-read traces were judged by the dead agent (CI caught this: 15 judged twice, 0 counted)."""
+    t, counts = takeovers()
+    other = ("t", 1)
+    t.receive(KEY, None)
+    t.receive(other, None)
+    t.assigned([KEY, other])  # alone in the group: everything
+    t.forget([KEY, other])
+    t.assigned([KEY])  # the other agent joined and got `other`
+    t.forget([KEY])
+    t.receive(KEY, None)
+    t.receive(other, None)  # it died before committing `other`
+    t.assigned([KEY, other])
+    t.filter(KEY, 0, *spans_of(A), lambda: 3)
+    assert counts == {}  # held just before: nobody else can have judged it
+    t.filter(other, 0, *spans_of(B), lambda: 3)
+    assert counts == {sc.HANDOVER_REDELIVERED: 1}
+
+
 def test_a_revoked_partition_is_forgotten() -> None:
     t, _ = takeovers()
     t.receive(KEY, decode(encode(False, 5, [A])[0]))
