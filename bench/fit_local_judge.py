@@ -60,9 +60,14 @@ def fit_unweighted(names: Sequence[str], x: np.ndarray, y: np.ndarray) -> Logist
     return Logistic(list(names)).fit(x, y, l2=L2, weights=np.ones(len(y)))
 
 
-def rounded(weights: dict[str, float]) -> dict[str, float]:
-    """Raw weights as written into coefficients.py (six decimals keep the file's diffs readable)."""
-    return {k: round(v, 6) for k, v in weights.items()}
+def with_weight_blocks(text: str, blocks: Sequence[tuple[str, dict[str, float]]]) -> str:
+    """coefficients.py's ``NAME: dict[str, float] = {...}`` blocks replaced by ``blocks`` (raw weights,
+    written to six decimals to keep the file's diffs readable); the one writer both benches use."""
+    for name, weights in blocks:
+        block = "\n".join([f"{name}: dict[str, float] = {{",
+                           *[f'    "{k}": {round(v, 6)!r},' for k, v in weights.items()], "}"])
+        text = re.sub(rf"{name}: dict\[str, float\] = \{{.*?\n\}}", block, text, flags=re.S)
+    return text
 
 
 def persist_embeddings(judge: LocalJudge, path: Path) -> Callable[[], None]:
@@ -752,20 +757,13 @@ def write_coefficients(
     The answer-level faithfulness and answer-relevancy models are fitted across all dev sets by
     ``bench/judge_fidelity.py --fit --write-coefficients``; this RAGTruth-QA-only fit no longer
     writes them (``answer`` and ``faith_thr`` are reported, not shipped)."""
-    import re as _re
-
     assert context.gate is not None
     del answer, faith_thr
 
-    def block(name: str, weights: dict[str, float]) -> str:
-        return "\n".join([f"{name}: dict[str, float] = {{", *[f'    "{k}": {v!r},' for k, v in weights.items()], "}"])
-
-    text = COEF_FILE.read_text(encoding="utf-8")
-    for name, weights in (("CLAIM_WEIGHTS", rounded(claim.raw_weights())),
-                          ("CONTEXT_WEIGHTS", rounded(context.ranker.raw_weights())),
-                          ("TOPIC_WEIGHTS", rounded(context.gate.raw_weights()))):
-        text = _re.sub(rf"{name}: dict\[str, float\] = \{{.*?\n\}}", block(name, weights), text, flags=_re.S)
-    text = _re.sub(r"CONTEXT_THRESHOLD = [0-9.]+", f"CONTEXT_THRESHOLD = {round(ctx_thr, 4)!r}", text)
+    text = with_weight_blocks(COEF_FILE.read_text(encoding="utf-8"), (
+        ("CLAIM_WEIGHTS", claim.raw_weights()), ("CONTEXT_WEIGHTS", context.ranker.raw_weights()),
+        ("TOPIC_WEIGHTS", context.gate.raw_weights())))
+    text = re.sub(r"CONTEXT_THRESHOLD = [0-9.]+", f"CONTEXT_THRESHOLD = {round(ctx_thr, 4)!r}", text)
     COEF_FILE.write_text(text, encoding="utf-8")
 
 

@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from fit_local_judge import fold_of, persist_embeddings, rounded  # noqa: E402
+from fit_local_judge import fold_of, persist_embeddings, with_weight_blocks  # noqa: E402
 
 from ragmon import semconv as sc  # noqa: E402
 from ragmon.calibration import stats  # noqa: E402
@@ -426,13 +426,8 @@ def write_coefficients(chosen: dict[str, Any]) -> None:
     text = COEF_FILE.read_text(encoding="utf-8")
     model, _cap = chosen["faithfulness"]
 
-    def block(name: str, weights: dict[str, float]) -> str:
-        return "\n".join([f"{name}: dict[str, float] = {{", *[f'    "{k}": {v!r},' for k, v in weights.items()], "}"])
-
-    blocks = (("ANSWER_WEIGHTS", rounded(model.raw_weights())),
-              ("RELEVANCY_WEIGHTS", rounded(chosen["relevancy"].raw_weights())))
-    for name, weights in blocks:
-        text = re.sub(rf"{name}: dict\[str, float\] = \{{.*?\n\}}", block(name, weights), text, flags=re.S)
+    text = with_weight_blocks(text, (("ANSWER_WEIGHTS", model.raw_weights()),
+                                     ("RELEVANCY_WEIGHTS", chosen["relevancy"].raw_weights())))
     text = re.sub(r"FAITHFULNESS_THRESHOLD = [0-9.]+", "FAITHFULNESS_THRESHOLD = 0.5", text)
     COEF_FILE.write_text(text, encoding="utf-8")
     print(f"wrote {COEF_FILE}: faithfulness '{chosen['faithfulness_name']}'", file=sys.stderr)
