@@ -1,0 +1,188 @@
+"""The reader's training data: the manifest's sources, verified by sha256, turned into
+(premise window, claim, label) pairs.
+
+Labels: 0 supported, 1 unsupported, 2 contradicted, and 3 "not supported" (the binary NLI sets
+join neutral and contradiction; the loss sums the two classes for it).
+
+RAGTruth rows are split by ``source_id`` (all answers about one source document land on one side):
+``heldout`` rows are never read for training and every reported number on RAGTruth comes from them;
+``train`` rows teach the reader RAG-shaped inputs; ``dev`` rows (carved from the training side) pick
+the checkpoint. Everything here is pure and deterministic; nothing imports torch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import urllib.request
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from ...errors import ConfigError
+from ..local.claims import split_claims
+from ..text import split_sentences
+from .edits import both_negated, contradictions
+from .windows import claim_window, context_sentences, short_claim
+
+MANIFEST = Path(__file__).with_name("data_manifest.json")
+SUPPORTED, UNSUPPORTED, CONTRADICTED, NOT_SUPPORTED = 0, 1, 2, 3
+RAGTRUTH_REPEAT = 3  # RAGTruth's unsupported / contradicted claims are few and matter most: seen 3x an epoch
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    premise: str
+    claim: str
+    label: int
+    source: str
+    split: str  # "train" | "dev"
+
+
+def manifest(path: Path = MANIFEST) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return loaded
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def locate(source: dict[str, Any], data_dir: Path, benchdata: Path | None, download: bool = True) -> Path:
+    """The verified local file of a manifest source: read from ``data_dir`` (or the benchdata
+    folder for RAGTruth), fetched by URL into ``data_dir`` when absent. A sha256 mismatch is an
+    error naming the file, never a silent retrain on other data."""
+    folder: Path | None = benchdata if source.get("benchdata") else data_dir
+    if folder is None:
+        raise ConfigError(source["name"], "no benchdata folder (set RAGMON_BENCHDATA or --benchdata)")
+    path: Path = folder / str(source["file"])
+    if not path.exists():
+        if source.get("benchdata") or not download:
+            raise ConfigError(source["name"], f"{path} is missing (run `make benchdata` or pass --benchdata)")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with urllib.request.urlopen(source["url"], timeout=60) as response:  # a pinned https URL
+            path.write_bytes(response.read())
+    got = sha256_file(path)
+    if got != source["sha256"]:
+        raise ConfigError(source["name"], f"{path}: sha256 {got} does not match the manifest's {source['sha256']}")
+    return path
+
+
+def _hash(key: str) -> int:
+    return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16)
+
+
+def ragtruth_fold(row: dict[str, Any]) -> str:
+    """``heldout`` | ``train`` | ``dev`` for a RAGTruth row, by its source document."""
+    key = f"{row.get('task')}:{row.get('meta', {}).get('source_id', row.get('id'))}"
+    h = _hash(key)
+    if h % 2 == 1:
+        return "heldout"
+    return "dev" if (h // 2) % 5 == 0 else "train"
+
+
+def docnli_rows(path: Path) -> Iterator[tuple[int, str, str]]:
+    for line in path.read_text(encoding="utf-8").splitlines():
+        parts = line.split("\t")
+        if len(parts) < 3:
+            continue
+        label = SUPPORTED if parts[0].strip() == "entailment" else NOT_SUPPORTED
+        yield label, parts[1].strip(), parts[2].strip()
+
+
+def claim_labels(answer: str, spans: Sequence[dict[str, Any]]) -> list[tuple[str, int]]:
+    """Each claim of an answer with the label its overlapping hallucination spans give it."""
+    out: list[tuple[str, int]] = []
+    at = 0
+    for claim in split_claims(answer):
+        start = answer.find(claim[:30], at)
+        start = start if start >= 0 else at
+        end = start + len(claim)
+        at = end
+        label = SUPPORTED
+        for span in spans:
+            if span["start"] < end and span["end"] > start:
+                if "Conflict" in span.get("label_type", ""):
+                    label = CONTRADICTED
+                    break
+                label = UNSUPPORTED
+        out.append((claim, label))
+    return out
+
+
+def ragtruth_pairs(path: Path, name: str) -> Iterator[Pair]:
+    for line in path.open(encoding="utf-8"):
+        row = json.loads(line)
+        fold = ragtruth_fold(row)
+        if fold == "heldout" or not row.get("answer") or row["labels"].get("faithful") is None:
+            continue
+        sentences = context_sentences(row["contexts"])
+        for claim, label in claim_labels(row["answer"], row["meta"].get("hallucination_spans") or []):
+            window = claim_window(claim, sentences)
+            yield Pair(window.text, short_claim(claim), label, name, fold)
+
+
+def nli_pairs(path: Path, name: str, take: int | None, seed: int) -> Iterator[Pair]:
+    rows = list(docnli_rows(path))
+    random.Random(f"{seed}:{name}").shuffle(rows)
+    for i, (label, premise, hypothesis) in enumerate(rows[:take] if take else rows):
+        sentences = split_sentences(premise) or [premise]
+        window = claim_window(hypothesis, sentences) if len(sentences) > 3 else None
+        text = window.text if window else premise
+        split = "dev" if _hash(f"{name}:{i}") % 25 == 0 else "train"
+        yield Pair(text, short_claim(hypothesis), label, name, split)
+        if label != SUPPORTED:
+            continue
+        key = f"{name}:{i}"
+        edits = list(contradictions(text, hypothesis, key))
+        if edits and _hash(key + "e") % 3 == 0:  # a third of the entailed pairs also give an edit
+            kind, edited = edits[_hash(key + "k") % len(edits)]
+            yield Pair(text, short_claim(edited), CONTRADICTED, f"edit-{kind}", split)
+        if _hash(key + "b") % 8 == 0:
+            both = both_negated(text, hypothesis, key)
+            if both:
+                yield Pair(both[0], short_claim(both[1]), SUPPORTED, "edit-both-negated", split)
+
+
+def build_pairs(data_dir: Path, benchdata: Path | None, seed: int = 13, download: bool = True) -> list[Pair]:
+    """Every training and dev pair, in a deterministic shuffled order."""
+    pairs: list[Pair] = []
+    for source in manifest()["sources"]:
+        path = locate(source, data_dir, benchdata, download)
+        if source["format"] == "docnli-tsv":
+            pairs.extend(nli_pairs(path, source["name"], source.get("take"), seed))
+        else:
+            for pair in ragtruth_pairs(path, source["name"]):
+                repeat = RAGTRUTH_REPEAT if pair.label != SUPPORTED and pair.split == "train" else 1
+                pairs.extend([pair] * repeat)
+    random.Random(seed).shuffle(pairs)
+    # a dev pair repeated is still one dev pair
+    seen: set[tuple[str, str, str]] = set()
+    out = []
+    for p in pairs:
+        if p.split == "dev":
+            key = (p.premise, p.claim, p.source)
+            if key in seen:
+                continue
+            seen.add(key)
+        out.append(p)
+    return out
+
+
+def write_pairs(pairs: Sequence[Pair], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as f:
+        for p in pairs:
+            f.write(json.dumps(asdict(p), ensure_ascii=False) + "\n")
+
+
+def default_benchdata() -> Path | None:
+    env = os.environ.get("RAGMON_BENCHDATA")
+    return Path(env) if env else None

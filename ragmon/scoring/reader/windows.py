@@ -1,0 +1,83 @@
+"""The premise a claim is read against: its best context sentences, in source order.
+
+One function for training and inference, so the reader is trained on exactly the windows it will
+see. Sentences are ranked by the rarity-weighted share of the claim's content words they hold
+(a rare shared word — a name, a number — counts more than "make"); the best ``k`` are kept in the
+order the sources give them, each cut to a word budget, so truncation never drops the best one.
+Pure and I/O-free.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..local.claims import rarity
+from ..text import content_tokens, split_sentences
+
+WINDOW_SENTENCES = 3  # sentences per premise window
+MAX_SENTENCE_WORDS = 48  # a longer sentence is cut around its best-matching part
+MAX_CLAIM_WORDS = 40
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """A claim's premise: the chosen sentences (source order) and the best one (the evidence)."""
+
+    sentences: tuple[str, ...]
+    best: str  # the sentence sharing the most with the claim: the evidence a verdict names
+    overlap: float  # rarity-weighted share of the claim's content words in the window
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.sentences)
+
+
+def context_sentences(contexts: Sequence[str]) -> list[str]:
+    """Every context's sentences, flattened in source order (empty ones dropped)."""
+    out: list[str] = []
+    for context in contexts:
+        out.extend(s for s in split_sentences(context) if s.strip())
+    return out
+
+
+def _cut(sentence: str, claim_words: set[str], max_words: int) -> str:
+    words = sentence.split()
+    if len(words) <= max_words:
+        return sentence
+    # keep the stretch of max_words words holding most of the claim's words
+    hits = [1 if set(content_tokens(w)) & claim_words else 0 for w in words]
+    best, best_at, run = -1, 0, sum(hits[:max_words])
+    for start in range(0, len(words) - max_words + 1):
+        if start:
+            run += hits[start + max_words - 1] - hits[start - 1]
+        if run > best:
+            best, best_at = run, start
+    return " ".join(words[best_at:best_at + max_words])
+
+
+def claim_window(claim: str, sentences: Sequence[str], k: int = WINDOW_SENTENCES) -> Window:
+    """The ``k`` sentences of ``sentences`` that share most with ``claim``, in source order."""
+    claim_words = set(content_tokens(claim))
+    if not sentences:
+        return Window((), "", 0.0)
+    weight = {w: rarity(w) for w in claim_words}
+    total = sum(weight.values()) or 1.0
+    scores = []
+    for i, s in enumerate(sentences):
+        shared = claim_words & set(content_tokens(s))
+        scores.append((sum(weight[w] for w in shared) / total, -i))
+    order = sorted(range(len(sentences)), key=lambda i: scores[i], reverse=True)
+    chosen = sorted(order[:k])
+    covered = claim_words & {w for i in chosen for w in content_tokens(sentences[i])}
+    return Window(
+        sentences=tuple(_cut(sentences[i], claim_words, MAX_SENTENCE_WORDS) for i in chosen),
+        best=sentences[order[0]],
+        overlap=sum(weight[w] for w in covered) / total,
+    )
+
+
+def short_claim(claim: str) -> str:
+    """The claim as the reader sees it (very long claims cut to a word budget)."""
+    words = claim.split()
+    return claim if len(words) <= MAX_CLAIM_WORDS else " ".join(words[:MAX_CLAIM_WORDS])
