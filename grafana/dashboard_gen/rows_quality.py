@@ -102,6 +102,53 @@ VERDICT_GRID = (
 )
 
 
+def no_context_panels(lay: Layout) -> None:
+    """The agent's fifth verdict, beside the 2x2 grid: a RAG trace whose retrieval ran and returned
+    no documents. It is not judged (a faithfulness of 0 against nothing would pull the means down),
+    so no score panel shows it: a retriever that goes empty shows here and only here."""
+    no_context = f'{SP}, verdict="no_context"'
+    lay.add(
+        stat(
+            "No context: retrieval returned nothing",
+            [
+                target(
+                    f"sum(increase(ragmon_diagnosis_total{{{no_context}}}[$__range]))",
+                    "no_context",
+                    "A",
+                    instant=True,
+                )
+            ],
+            unit="short",
+            steps=((None, "green"), (1, "orange")),
+            desc="Sampled RAG traces whose retrieval ran and returned no documents, over the dashboard's time "
+            "range: verdict no_context, counted as skipped{reason=\"no_context\"} and never judged, so the "
+            "score means do not see them. An empty index, a broken filter or a vector store that went away.",
+        ),
+        6,
+        8,
+    )
+    lay.add(
+        timeseries(
+            "No-context share of diagnosed traces",
+            [
+                target(
+                    f"sum by (service, pipeline) (rate(ragmon_diagnosis_total{{{no_context}}}[$__rate_interval]))\n"
+                    f"/ sum by (service, pipeline) (rate(ragmon_diagnosis_total{{{SP}}}[$__rate_interval]))",
+                    "{{service}}/{{pipeline}}",
+                    "A",
+                )
+            ],
+            unit="percentunit",
+            minmax=(0, 1),
+            desc="Share of sampled RAG traces given a verdict (the four diagnosis verdicts and no_context) whose "
+            "retrieval returned nothing. A rise with flat quality means is the retriever going empty: those "
+            "traces never reach the judge.",
+        ),
+        18,
+        8,
+    )
+
+
 def diagnosis_rows(lay: Layout) -> None:
     lay.row("Diagnosis: retrieval vs generation")
     for i, (verdict, title, color) in enumerate(VERDICT_GRID):
@@ -136,6 +183,8 @@ def diagnosis_rows(lay: Layout) -> None:
         12,
         8,
     )
+    lay.newline()
+    no_context_panels(lay)
     lay.newline()
     lay.add(
         timeseries(

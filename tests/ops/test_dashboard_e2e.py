@@ -15,7 +15,7 @@ What "returns data" means here:
 
 The judge is ragmon's LLM judge talking real HTTP to the OpenAI-protocol test server (the
 one stand-in the house allows), so judge tokens, requests by outcome, budget and cache panels
-have data; traffic is shaped to produce every diagnosis verdict, a judge error, a budget skip,
+have data; traffic is shaped to produce every diagnosis verdict (no_context too), a judge error, a budget skip,
 a no_content skip, a cache hit, a truncated input and a malformed request.
 """
 
@@ -127,6 +127,7 @@ async def drive_traffic(agent: Agent, fake: FakeOpenAI) -> tuple[list[str], floa
         await asyncio.sleep(SCRAPE_PACING_S)
         for req in verdict_requests():
             await send(req)
+        await send(Request(QUESTION, [], "I could not find anything about that.", pipeline=PIPELINE))  # no_context
         for i in range(4):
             await send(varied(i))
         # user feedback on two requests (thumbs down, thumbs up): the feedback panels
@@ -361,6 +362,7 @@ def check_everything(
     assert {"ok", "retrieval_failure", "generation_failure", "both"} <= {v for v, n in verdicts.items() if n > 0}, (
         verdicts
     )
+    assert verdicts.get("no_context") == 1, verdicts  # the retrieval that returned nothing, never judged
 
     # Exemplars on the score histogram link buckets to the trace ids we sent.
     now = time.time()

@@ -137,6 +137,26 @@ def test_required_panels_exemplars_and_thresholds() -> None:
     assert len(verdict_stats) == 4, "the 2x2 diagnosis grid"
 
 
+def test_no_context_verdict_has_its_panels_in_the_diagnosis_row() -> None:
+    """no_context traces are never judged, so no score panel sees them: the diagnosis row counts
+    them (a stat over the time range) and shows their share of the diagnosed traces."""
+    rows = [p for p in load()["panels"] if p["type"] == "row"]
+    diagnosis = next(r for r in rows if r["title"].startswith("Diagnosis"))
+    after = min(r["gridPos"]["y"] for r in rows if r["gridPos"]["y"] > diagnosis["gridPos"]["y"])
+    in_row = {p["title"]: p for p in panels() if diagnosis["gridPos"]["y"] < p["gridPos"]["y"] < after}
+    count = in_row["No context: retrieval returned nothing"]
+    assert count["type"] == "stat"
+    assert [t["expr"] for t in count["targets"]] == [
+        'sum(increase(ragmon_diagnosis_total{service=~"$service", pipeline=~"$pipeline", '
+        'verdict="no_context"}[$__range]))'
+    ]
+    share = in_row["No-context share of diagnosed traces"]
+    (expr,) = [t["expr"] for t in share["targets"]]
+    numerator, denominator = expr.split("\n/ ")
+    assert 'verdict="no_context"' in numerator and "verdict" not in denominator
+    assert share["fieldConfig"]["defaults"]["unit"] == "percentunit"
+
+
 def test_provisioning_points_at_the_dashboard_folder() -> None:
     prov = yaml.safe_load((REPO / "grafana" / "provisioning" / "dashboards" / "ragmon.yml").read_text())
     ds = yaml.safe_load((REPO / "grafana" / "provisioning" / "datasources" / "ragmon.yml").read_text())
