@@ -165,6 +165,8 @@ M_JUDGE_INPUT_TRUNCATED: Final = "ragmon_judge_input_truncated"  # counter {judg
 M_JUDGE_CACHE_HITS: Final = "ragmon_judge_cache_hits"  # counter {judge}
 M_JUDGE_CIRCUIT_OPEN: Final = "ragmon_judge_circuit_open"  # gauge {judge}: 1 while open
 M_JUDGE_BUDGET_REMAINING: Final = "ragmon_judge_budget_remaining_tokens"  # gauge {window}
+# counter {judge, reason}: items of the LLM judge's "contradicted" list dropped (INVALID_CONTRADICTION_*)
+M_JUDGE_INVALID_CONTRADICTIONS: Final = "ragmon_judge_invalid_contradictions"
 M_DIAGNOSIS: Final = "ragmon_diagnosis"  # counter {service, pipeline, verdict}
 # Scores.details keys read outside scoring (the trace inspector): per-claim verdicts
 # (scoring/claim_verdicts.py) and the declared evaluators' reasons (evaluators/)
@@ -273,6 +275,10 @@ FAIL_RATE_LIMITED: Final = "rate_limited"
 FAIL_INVALID_REPLY: Final = "invalid_reply"
 FAIL_CIRCUIT_OPEN: Final = "circuit_open"
 FAIL_INTERNAL: Final = "internal_error"
+# contradiction items the LLM judge's reply listed and ragmon dropped (the claim keeps its other verdict)
+INVALID_CONTRADICTION_NO_CLAIM: Final = "no_claim"  # the item names no claim of the reply
+INVALID_CONTRADICTION_NOT_IN_SOURCES: Final = "evidence_not_in_sources"  # its quote is in no context shown
+INVALID_CONTRADICTION_QUOTES_ANSWER: Final = "evidence_quotes_answer"  # its quote is the claim's own sentence
 # input dropped before it became a trace
 DROP_MALFORMED_BODY: Final = "malformed_body"
 DROP_UNSUPPORTED_MEDIA: Final = "unsupported_media_type"

@@ -153,6 +153,7 @@ class AgentMetrics:
         self.judge_cache_hits = Counter(sc.M_JUDGE_CACHE_HITS, "Traces answered from the judge's content-hash cache.", [sc.L_JUDGE], registry=r)
         self.judge_info = Gauge(sc.M_JUDGE_INFO, "1 for what the agent judges with: the judge, its version (local: feature version; llm: model) and the fitted judge profile (profile=\"none\": shipped defaults, not fitted to this domain).", [sc.L_JUDGE, sc.L_VERSION, sc.L_PROFILE], registry=r)
         self.judge_circuit_open = Gauge(sc.M_JUDGE_CIRCUIT_OPEN, "1 while the judge's circuit breaker is open.", [sc.L_JUDGE], registry=r)
+        self.judge_invalid_contradictions = Counter(sc.M_JUDGE_INVALID_CONTRADICTIONS, "Items of the LLM judge's contradicted list dropped (reason=no_claim|evidence_not_in_sources|evidence_quotes_answer); the claim keeps its other verdict.", [sc.L_JUDGE, sc.L_REASON], registry=r)
         self.judge_budget_remaining = Gauge(sc.M_JUDGE_BUDGET_REMAINING, "Judge tokens left in the current budget window (window=minute|day).", [sc.L_WINDOW], registry=r)
 
         # kafka

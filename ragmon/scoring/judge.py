@@ -105,3 +105,5 @@ class JudgeMetrics(Protocol):
     def judge_circuit_open(self) -> Labelled: ...  # {judge}
     @property
     def judge_budget_remaining(self) -> Labelled: ...  # {window=minute|day}
+    @property
+    def judge_invalid_contradictions(self) -> Labelled: ...  # {judge, reason}

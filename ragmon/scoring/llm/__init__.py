@@ -29,7 +29,8 @@ Modules. Private (this package's API is ``__all__``): ``_settings`` the frozen s
 the resilient POST, ``_chat`` chat/embeddings protocol and token usage, ``_calls`` what a mode may
 call, ``_compact`` / ``_parity`` the modes, ``_eval`` the offline metrics, ``_judge`` the
 ``LlmJudge`` facade (cache, budget, input cutting). Public helpers: ``prompts`` the prompt texts
-and their fenced payloads, ``verdicts`` tolerant parsing of the replies, ``resilience`` circuit
+and their fenced payloads, ``verdicts`` tolerant parsing of the replies, ``evidence`` the check that a contradiction's
+evidence quotes a context, ``resilience`` circuit
 breaker, rate limiter and ``Retry-After`` (the delays are ``ragmon.backoff``), ``budget`` the
 token budget, ``cache`` the content-hash cache. ``ChatClient``, ``JudgeHttp`` and ``Usage`` are
 exported for the other LLM callers in ragmon (``ragmon dataset synth``).

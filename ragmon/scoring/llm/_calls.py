@@ -55,6 +55,10 @@ class TraceCalls:
     ) -> T:
         return await self.chat.json_call(messages, schema_name, schema, parse, self.usage, temperature)
 
+    def count_invalid_contradictions(self, invalid: Mapping[str, int]) -> None:
+        """Contradiction items dropped from a reply, by reason (``ragmon_judge_invalid_contradictions_total``)."""
+        self.chat.count_invalid_contradictions(invalid)
+
     async def answer_relevancy(self, question: str, generated: Sequence[str], noncommittal: bool) -> float | None:
         """RAGAS answer relevancy from the generated questions' embeddings: no LLM call."""
         if noncommittal:

@@ -154,6 +154,11 @@ class ChatClient:
         )
         return content
 
+    def count_invalid_contradictions(self, invalid: Mapping[str, int]) -> None:
+        if self._metrics is not None:
+            for reason, n in invalid.items():
+                self._metrics.judge_invalid_contradictions.labels(NAME, reason).inc(n)
+
     def _add_tokens(self, usage: Usage, prompt_tokens: int, completion_tokens: int, *, estimated: bool) -> None:
         usage.prompt_tokens += prompt_tokens
         usage.completion_tokens += completion_tokens

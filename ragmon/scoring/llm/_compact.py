@@ -5,7 +5,7 @@ comes from embeddings, so it costs no further LLM call."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ... import semconv as sc
 from ...types import Scores
@@ -16,6 +16,7 @@ from . import prompts as p
 from ._calls import TraceCalls
 from ._settings import NAME
 from .criteria import criteria_messages, criteria_only_schema, parse_criteria, with_criteria, with_criteria_schema
+from .evidence import checked
 from .verdicts import CompactVerdict, compact_schema, parse_compact
 
 
@@ -40,8 +41,11 @@ async def score_criteria(
 
 
 async def compact_scores(calls: TraceCalls, inp: p.JudgeInput, verdict: CompactVerdict) -> Scores:
-    """The online metrics from a compact verdict (offline evaluation's verdict has one inside)."""
+    """The online metrics from a compact verdict (offline evaluation's verdict has one inside).
+    A contradiction counts only when its evidence quotes a context (``evidence.checked``)."""
     n = len(inp.contexts)
+    verdict = checked(verdict, inp.contexts, p.answer_sentences(inp.answer))
+    calls.count_invalid_contradictions(verdict.invalid_contradictions)
     supported = [v and i not in verdict.contradicted for i, (_, v) in enumerate(verdict.claims)]
     relevancy = await calls.answer_relevancy(inp.question, verdict.questions, verdict.noncommittal)
     faithfulness = formulas.faithfulness_with_contradictions(supported, len(verdict.contradicted)) if n else None
@@ -56,7 +60,7 @@ async def compact_scores(calls: TraceCalls, inp: p.JudgeInput, verdict: CompactV
             "claims": [{"claim": c, "supported": v} for c, v in verdict.claims],
             cv.DETAIL_KEY: cv.as_details(_claim_verdict(i, c, v, verdict) for i, (c, v) in enumerate(verdict.claims)),
             "supported_share": formulas.faithfulness(supported),  # the RAGAS definition
-            **({"invalid_contradictions": verdict.invalid_contradictions} if verdict.invalid_contradictions else {}),
+            **_invalid_details(verdict.invalid_contradictions),
             "context_relevant": list(verdict.context_relevant),
             "generated_questions": list(verdict.questions),
             "noncommittal": verdict.noncommittal,
@@ -69,3 +73,11 @@ def _claim_verdict(i: int, claim: str, supported: bool, verdict: CompactVerdict)
         evidence, reason = verdict.contradicted[i]
         return cv.ClaimVerdict(claim, cv.CONTRADICTED, evidence or None, reason or None)
     return cv.ClaimVerdict(claim, cv.SUPPORTED if supported else cv.UNSUPPORTED)
+
+
+def _invalid_details(invalid: Mapping[str, int]) -> dict[str, object]:
+    """``invalid_contradictions``: items dropped in all, and by reason (absent when none was)."""
+    total = sum(invalid.values())
+    if not total:
+        return {}
+    return {"invalid_contradictions": total, "invalid_contradiction_reasons": dict(sorted(invalid.items()))}

@@ -14,7 +14,9 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
+
+from ... import semconv as sc
 
 
 class VerdictError(ValueError):
@@ -186,14 +188,18 @@ class CompactVerdict:
     questions: tuple[str, ...]
     noncommittal: bool
     # claim index (0-based) -> (evidence, reason) for the claims the contexts contradict; an item
-    # naming no claim is left out and counted in ``invalid_contradictions`` (never guessed)
+    # naming no claim is left out and counted in ``invalid_contradictions`` (never guessed), and so
+    # is one whose evidence is not found in the contexts (``evidence.checked``)
     contradicted: Mapping[int, tuple[str, str]] = field(default_factory=dict)
-    invalid_contradictions: int = 0
+    invalid_contradictions: Mapping[str, int] = field(default_factory=dict)  # reason -> items dropped
+    # per claim, the number of the answer sentence it came from (None when the reply gave none)
+    claim_sentences: tuple[int | None, ...] = ()
 
 
 def parse_compact(obj: Mapping[str, Any], n_contexts: int) -> CompactVerdict:
     """Validate a compact-mode reply; ``n_contexts`` is how many contexts the prompt showed."""
     claims: list[tuple[str, bool]] = []
+    sentences: list[int | None] = []
     for i, item in enumerate(_list(obj, "claims")):
         if isinstance(item, Mapping):
             text = _first_key(item, ("claim", "statement", "text"), f"claims[{i}]")
@@ -201,6 +207,8 @@ def parse_compact(obj: Mapping[str, Any], n_contexts: int) -> CompactVerdict:
         else:
             raise VerdictError(f"claims[{i}] must be an object with 'claim' and 'supported'")
         claims.append((str(text), verdict))
+        number = item.get("sentence")
+        sentences.append(number if isinstance(number, int) and not isinstance(number, bool) else None)
 
     by_rank: dict[int, bool] = {}
     # "context_relevant": {"context 1": true, ...} (what the prompt asks for) or booleans in rank
@@ -243,13 +251,17 @@ def parse_compact(obj: Mapping[str, Any], n_contexts: int) -> CompactVerdict:
         questions=questions,
         noncommittal=noncommittal,
         contradicted=contradicted,
-        invalid_contradictions=invalid,
+        invalid_contradictions={INVALID_NO_CLAIM: invalid} if invalid else {},
+        claim_sentences=tuple(sentences),
     )
+
+
+INVALID_NO_CLAIM: Final = sc.INVALID_CONTRADICTION_NO_CLAIM
 
 
 def _contradicted(raw: Any, n_claims: int) -> tuple[dict[int, tuple[str, str]], int]:
     """The "contradicted" list (absent in replies of the earlier prompt: none). Items must name a
-    claim by its 1-based number; others are counted, not guessed."""
+    claim by its 1-based number; others are counted (``no_claim``), not guessed."""
     out: dict[int, tuple[str, str]] = {}
     invalid = 0
     for item in raw if isinstance(raw, list) else []:
