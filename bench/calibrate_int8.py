@@ -24,8 +24,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ragmon.scoring.local.embedder import Embedder, bundled_model_path, length_buckets  # noqa: E402
+from ragmon.scoring.local.embedder import Embedder, bundled_model_path  # noqa: E402
 from ragmon.scoring.local.onnx_int8 import int8_products  # noqa: E402
+from ragmon.scoring.onnx_runner import length_buckets  # noqa: E402
 from ragmon.scoring.text import split_sentences  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "benchdata" / "retrieval"

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from . import doc_ids, quality
+from . import doc_ids, judges, quality
 from .config_checks import validate
 from .config_values import (
     Parser,
@@ -25,6 +25,7 @@ from .config_values import (
     parse_bool,
     parse_csv,
     parse_duration_s,
+    parse_judge_name,
     parse_nonnegative_float,
     parse_nonnegative_int,
     parse_optional_float,
@@ -297,8 +298,8 @@ AGENT_SETTINGS: tuple[Setting, ...] = (
     _s("detect_replicas", "RAGMON_SAMPLER_DETECT_REPLICAS", parse_positive_int, "N",
        "Power-based sampling: agent replicas that share each pipeline's traffic (Kafka consumers, sidecars "
        "behind one pipeline)."),
-    _s("judge", "RAGMON_JUDGE", choice("local", "llm"), None,
-       "Judge: offline local model, or an LLM over an OpenAI-compatible API.", choices=("local", "llm")),
+    _s("judge", "RAGMON_JUDGE", parse_judge_name, None,
+       "Judge (ragmon.judges): " + judges.summary_line() + ".", choices=judges.names()),
     _s("judge_concurrency", "RAGMON_JUDGE_CONCURRENCY", parse_positive_int, "N",
        "Traces judged at once."),
     _s("judge_backlog", "RAGMON_JUDGE_BACKLOG", parse_positive_int, "N",

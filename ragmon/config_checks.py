@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from . import judges
 from .errors import ConfigError
 
 if TYPE_CHECKING:
@@ -12,13 +13,14 @@ if TYPE_CHECKING:
 
 
 def check_judge_endpoint(judge: str, base_url: str | None, model: str | None) -> None:
-    """The LLM judge needs an http(s) base URL and a model (the agent's and the commands' check)."""
-    if judge != "llm":
+    """A judge with an endpoint (the LLM judge) needs an http(s) base URL and a model (the agent's and
+    the commands' check)."""
+    if judge not in judges.names() or not judges.spec(judge).needs_endpoint:
         return
     if not base_url:
-        raise ConfigError("--judge-base-url / RAGMON_JUDGE_BASE_URL", "required when --judge llm")
+        raise ConfigError("--judge-base-url / RAGMON_JUDGE_BASE_URL", f"required when --judge {judge}")
     if not model:
-        raise ConfigError("--judge-model / RAGMON_JUDGE_MODEL", "required when --judge llm")
+        raise ConfigError("--judge-model / RAGMON_JUDGE_MODEL", f"required when --judge {judge}")
     if not base_url.startswith(("http://", "https://")):
         raise ConfigError("--judge-base-url / RAGMON_JUDGE_BASE_URL", f"not an http(s) URL: {base_url!r}")
 

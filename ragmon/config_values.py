@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from . import env
+from . import env, judges
 
 Parser = Callable[[str], Any]
 
@@ -88,6 +88,15 @@ def choice(*choices: str) -> Parser:
         return value
 
     return parse
+
+
+def parse_judge_name(text: str) -> str:
+    """A registered judge name (``ragmon.judges``), read when the setting is parsed so a judge
+    registered at run time is accepted."""
+    value = str(text).strip().lower()
+    if value not in judges.names():
+        raise ValueError(f"must be one of {', '.join(judges.names())}; got {text!r}")
+    return value
 
 
 def parse_csv(text: str) -> tuple[str, ...]:

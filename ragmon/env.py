@@ -80,3 +80,10 @@ def parse_bool(text: str) -> bool:
     if lowered in _FALSE:
         return False
     raise ValueError(f"expected true/false, got {text!r}")
+# --- the reader's training recipe (scoring/reader/, `make train-reader`) and the benches ----------
+BENCHDATA: Final = "RAGMON_BENCHDATA"
+"""A local folder holding the benchmark data (the RAGTruth dev halves, ...): used instead of fetching it."""
+READER_DATA: Final = "RAGMON_READER_DATA"
+"""Where the reader's training files are fetched to / read from (default ``.cache/reader-data``)."""
+TRAIN_THREADS: Final = "RAGMON_TRAIN_THREADS"
+"""CPU threads of the reader's training (default 2)."""

@@ -94,12 +94,14 @@ class InMemorySource:
 def _judge(judge: str | Judge | None) -> Judge | None:
     if judge is None or judge == "none":
         return None
-    if judge == "local":
-        from .scoring.local import LocalJudge
-
-        return LocalJudge()
     if isinstance(judge, str):
-        raise ValueError(f"judge must be 'local', 'none' or a Judge object, got {judge!r}")
+        from . import judges
+        from .scoring.factory import build_judge, judge_settings
+
+        if judge not in judges.names():
+            raise ValueError(f"judge must be one of {', '.join(judges.names())}, 'none' or a Judge object, "
+                             f"got {judge!r}")
+        return build_judge(judge_settings({"judge": judge}))
     return judge
 
 

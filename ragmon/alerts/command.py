@@ -22,6 +22,7 @@ import yaml
 
 from .. import quality
 from ..errors import ConfigError, JudgeError, ModelError
+from ..scoring.factory import add_judge_argument
 from .cases import Case, default_cases
 from .pools import CONTRADICTING_KEY, CONTRADICTIONS, Pools, auc, build_pools, judge_build
 from .report import summarize, table
@@ -41,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sim = sub.add_parser("simulate", help="false pages and time-to-page of the shipped rules on simulated traffic",
                          description=(__doc__ or "").split("\n\n")[0])
     sim.add_argument("labels", type=Path, help="labelled rows in the calibration format (ragmon calibrate's input)")
-    sim.add_argument("--judge", choices=("local", "llm"), default="local", help="judge that scores the rows")
+    add_judge_argument(sim, help="judge that scores the rows")
     sim.add_argument("--judge-base-url", default=None, help="OpenAI-compatible base URL for --judge llm")
     sim.add_argument("--judge-model", default=None, help="chat model for --judge llm")
     sim.add_argument("--judge-profile", type=Path, default=None, metavar="PROFILE.json",

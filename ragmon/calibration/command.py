@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Final, TextIO
 
 from ..errors import ConfigError, JudgeError
+from ..scoring.factory import add_judge_argument
 from ..scoring.judge import Judge
 from ..types import Document, RagTrace
 from .dataset import LabelledRow, RowError, read_rows
@@ -33,8 +34,7 @@ DEFAULT_THRESHOLD = 0.5  # the agent's default diagnosis threshold for every met
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", type=Path, help="labelled rows, one JSON object per line (see docs/judges.md)")
-    parser.add_argument("--judge", choices=("local", "llm"), default="local",
-                        help="judge to measure (default: local, the offline model)")
+    add_judge_argument(parser, help="judge to measure")
     parser.add_argument("--judge-base-url", default=None,
                         help="OpenAI-compatible base URL for --judge llm (or RAGMON_JUDGE_BASE_URL)")
     parser.add_argument("--judge-model", default=None, help="chat model for --judge llm (or RAGMON_JUDGE_MODEL)")

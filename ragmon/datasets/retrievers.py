@@ -121,7 +121,8 @@ def embed_text(doc: Doc) -> str:
 class DenseIndex:
     def __init__(self, docs: Sequence[Doc], *, threads: int = 2, batch_size: int = 32,
                  cache_dir: Path | None = None, refresh: bool = False) -> None:
-        from ..scoring.local.embedder import Embedder, file_sha256
+        from ..scoring.local.embedder import Embedder
+        from ..scoring.onnx_runner import file_sha256
 
         started = time.perf_counter()
         self.docs = list(docs)

@@ -21,6 +21,7 @@ from ..config import SETTINGS_BY_NAME
 from ..errors import ConfigError, EvalInputError, GateRuleError, ModelError, PushgatewayError
 from ..evaluators import EvaluatorFileError, EvaluatorSet, load_evaluators
 from ..evaluators.judging import check_criteria_judge, criteria_of
+from ..scoring.factory import add_judge_argument
 from ..scoring.judge import Judge
 from ..scoring.metrics.citations import DEFAULT_CITATION_PATTERN
 from . import gate as gates
@@ -75,8 +76,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--primary-k", type=int, default=None,
                         help="cut-off of the primary metric per question type, miss classes and composite "
                         "(default 5, or the --k value closest to it)")
-    parser.add_argument("--judge", choices=("local", "llm", "none"), default="local",
-                        help="generation judge: the offline local model, an LLM, or none (retrieval only)")
+    add_judge_argument(parser, allow_none=True, help="generation judge, or none (retrieval only)")
     parser.add_argument("--judge-base-url", default=None, help="OpenAI-compatible base URL (or RAGMON_JUDGE_BASE_URL)")
     parser.add_argument("--judge-model", default=None, help="chat model for --judge llm (or RAGMON_JUDGE_MODEL)")
     parser.add_argument("--judge-concurrency", type=int, default=4, help="questions judged at once (default 4)")

@@ -22,6 +22,7 @@ from ..errors import DecodeError
 from ..export.inspector import inspect_trace
 from ..ingest.extract import build_rag_trace
 from ..ingest.otlp import decode_traces_payload
+from ..scoring.factory import add_judge_argument
 from ..types import RagTrace, SpanRecord
 
 NAME: Final = "inspect"
@@ -38,8 +39,8 @@ __all__ = ["add_arguments", "inspect_file", "run"]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", metavar="FILE", help="OTLP/JSON traces (the Collector file exporter's format)")
     parser.add_argument("--trace-id", help="print only this trace (32 hex characters)")
-    parser.add_argument("--judge", choices=("none", "local"), default="none",
-                        help="score each RAG trace with the offline judge (default: none, extraction only)")
+    add_judge_argument(parser, default="none", allow_none=True, endpoint=False,
+                       help="score each RAG trace with an offline judge, or none (extraction only)")
     parser.add_argument("--max-chars", type=int, default=2000, help="cut each text to this many characters")
     parser.add_argument("--limit", type=int, default=100, help="print at most this many traces")
 
@@ -75,15 +76,15 @@ def inspect_file(data: bytes, *, judge: str = "none", trace_id: str | None = Non
     traces = traces[:max(0, limit)]
     if judge == "none":
         return [inspect_trace(t, max_chars=max_chars) for t in traces], problems
-    return asyncio.run(_judged(traces, max_chars)), problems
+    return asyncio.run(_judged(traces, max_chars, judge)), problems
 
 
-async def _judged(traces: list[RagTrace], max_chars: int) -> list[dict[str, Any]]:
+async def _judged(traces: list[RagTrace], max_chars: int, judge_name: str) -> list[dict[str, Any]]:
     from ..config import load_agent_config
     from ..scoring.factory import JudgeSettings, build_judge
     from ..scoring.metrics.diagnosis import diagnose
 
-    config = load_agent_config({"judge": "local"}, environ={})
+    config = load_agent_config({"judge": judge_name}, environ={})
     judge = await asyncio.to_thread(build_judge, config.section(JudgeSettings), None)
     out = []
     try:

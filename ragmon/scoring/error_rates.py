@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from .. import semconv as sc
 
@@ -58,7 +58,16 @@ def from_profile_meta(meta: Mapping[str, Any]) -> dict[str, ErrorRates]:
     return out
 
 
+@runtime_checkable
+class DeclaresErrorRates(Protocol):
+    """A judge with measured error rates per metric (the local judge: its profile's or the defaults)."""
+
+    @property
+    def error_rates(self) -> Mapping[str, ErrorRates]: ...
+
+
 def error_rates_of(judge: object) -> dict[str, ErrorRates]:
-    """The error rates a judge declares (``error_rates`` attribute), per metric; {} if none."""
-    rates = getattr(judge, "error_rates", None)
-    return {str(k): v for k, v in rates.items() if isinstance(v, ErrorRates)} if isinstance(rates, Mapping) else {}
+    """The error rates a judge declares (``DeclaresErrorRates``), per metric; {} if none."""
+    if not isinstance(judge, DeclaresErrorRates):
+        return {}
+    return {str(k): v for k, v in judge.error_rates.items() if isinstance(v, ErrorRates)}

@@ -9,11 +9,14 @@ its own settings.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
+import importlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .. import judges
 from ..config import load_section
 from ..config_checks import check_judge_endpoint
 from .judge import Criterion, Judge, JudgeMetrics
@@ -63,19 +66,38 @@ def judge_settings(overrides: Mapping[str, Any] | None = None,
 
 def build_judge(settings: JudgeSettings, metrics: JudgeMetrics | None = None,
                 criteria: Sequence[Criterion] = ()) -> Judge:
-    """``local`` -> the offline model; ``llm`` -> the OpenAI-compatible LLM judge (``criteria``: the
-    user-declared llm evaluators it judges inside its compact call; the local judge has none)."""
-    if settings.judge == "local":
-        from .local import LocalJudge  # heavy imports only for the judge actually used
+    """The judge ``settings.judge`` names in the registry (``ragmon.judges``), built by its own
+    builder (imported here, so only the judge actually used pays its imports); ``criteria``: the
+    user-declared llm evaluators, for a judge that declares ``judges_criteria``."""
+    spec = judges.spec(settings.judge)
+    module, _, function = spec.builder.partition(":")
+    builder = getattr(importlib.import_module(module), function)
+    judge: Judge = builder(settings, metrics, criteria if spec.judges_criteria else ())
+    return judge
 
-        judge: Judge = LocalJudge(settings.judge_model_path, settings.judge_model_sha256,
-                                  profile=settings.judge_profile, int8=settings.judge_int8)
-        return judge
-    if settings.judge == "llm":
-        from .llm import LlmJudge
 
-        return LlmJudge(llm_settings(settings), metrics=metrics, criteria=criteria)
-    raise ValueError(f"unknown judge {settings.judge!r}")
+def build_local(settings: JudgeSettings, metrics: JudgeMetrics | None, criteria: Sequence[Criterion]) -> Judge:
+    """The offline judge (``judges`` entry ``local``)."""
+    from .local import LocalJudge  # heavy imports only for the judge actually used
+
+    return LocalJudge(settings.judge_model_path, settings.judge_model_sha256,
+                      profile=settings.judge_profile, int8=settings.judge_int8)
+
+
+def build_llm(settings: JudgeSettings, metrics: JudgeMetrics | None, criteria: Sequence[Criterion]) -> Judge:
+    """The OpenAI-compatible LLM judge (``judges`` entry ``llm``)."""
+    from .llm import LlmJudge
+
+    return LlmJudge(llm_settings(settings), metrics=metrics, criteria=criteria)
+
+
+def add_judge_argument(parser: argparse.ArgumentParser, *, default: str = "local", allow_none: bool = False,
+                       endpoint: bool = True, help: str = "the judge") -> None:
+    """``--judge`` with its choices from the registry (plus ``none`` where a command can do without;
+    without ``endpoint``, only judges that need no endpoint)."""
+    choices = [n for n in judges.names() if endpoint or not judges.spec(n).needs_endpoint]
+    parser.add_argument("--judge", choices=[*choices, *(["none"] if allow_none else [])], default=default,
+                        help=f"{help} (default: {default}; {judges.summary_line()})")
 
 
 def llm_settings(settings: JudgeSettings) -> LlmJudgeSettings:

@@ -10,9 +10,10 @@ with its shipped defaults, i.e. it was never fitted to this domain.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol, runtime_checkable
 
 from .. import semconv as sc
+from .judge import Judge
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,15 +27,20 @@ class JudgeIdentity:
         return self.profile != sc.PROFILE_NONE
 
 
-def judge_identity(judge: Any) -> JudgeIdentity:
-    """The identity of any ``Judge``: the local judge reports its feature version and profile, the
-    LLM judge its model; anything else its ``version``/``profile_name`` attributes when it has them."""
-    name = str(getattr(judge, "name", sc.UNKNOWN_LABEL))
-    profile = getattr(judge, "profile", None)
-    if profile is not None and hasattr(profile, "label"):  # the local judge's JudgeProfile
-        return JudgeIdentity(name, str(profile.version), str(profile.label))
-    version = getattr(judge, "version", None) or getattr(judge, "model", None) or sc.UNKNOWN_LABEL
-    return JudgeIdentity(name, str(version), str(getattr(judge, "profile_name", None) or sc.PROFILE_NONE))
+@runtime_checkable
+class DeclaresIdentity(Protocol):
+    """A judge that says what it judges with (both built-in judges do)."""
+
+    @property
+    def identity(self) -> JudgeIdentity: ...
+
+
+def judge_identity(judge: Judge) -> JudgeIdentity:
+    """The identity a judge declares (``DeclaresIdentity``); a judge that declares none is reported
+    with an unknown version and no profile."""
+    if isinstance(judge, DeclaresIdentity):
+        return judge.identity
+    return JudgeIdentity(judge.name, sc.UNKNOWN_LABEL, sc.PROFILE_NONE)
 
 
 def not_fitted_line(identity: JudgeIdentity) -> str | None:

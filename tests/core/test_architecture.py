@@ -240,8 +240,12 @@ CONFINED = {
     "grpc": ("ragmon.ingest.",),
     "aiokafka": ("ragmon.ingest.kafka_source", "ragmon.ingest.kafka_dlq", "ragmon.sdk.kafka_exporter"),
     "httpx": ("ragmon.scoring.llm.", "ragmon.demo.runner"),
-    "onnx": ("ragmon.scoring.local.",),
-    "onnxruntime": ("ragmon.scoring.local.",),
+    "onnx": ("ragmon.scoring.local.", "ragmon.scoring.reader.export"),
+    # one shared runner loads every model (the embedder's and the reader's); export quantizes
+    "onnxruntime": ("ragmon.scoring.onnx_runner", "ragmon.scoring.reader.export"),
+    # the reader's training recipe only (the `train` extra), never the agent
+    "torch": ("ragmon.scoring.reader.train", "ragmon.scoring.reader.export"),
+    "transformers": ("ragmon.scoring.reader.train", "ragmon.scoring.reader.export"),
 }
 
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragmon.scoring.local.embedder import Embedder, length_buckets, shared_embedder
+from ragmon.scoring.local.embedder import Embedder, shared_embedder
+from ragmon.scoring.onnx_runner import length_buckets
 
 TEXTS = [
     "Paris.",

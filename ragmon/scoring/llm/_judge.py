@@ -13,8 +13,10 @@ from typing import Any
 
 import httpx
 
+from ... import semconv as sc
 from ...errors import JudgeError
 from ...types import RagTrace, Scores
+from ..identity import JudgeIdentity
 from ..judge import Criterion, EvalRequest, JudgeMetrics
 from ..metrics import abstention, citations
 from . import prompts as p
@@ -82,6 +84,11 @@ class LlmJudge:
         )
         self._cache: TtlCache[Scores] = TtlCache(settings.cache_size, settings.cache_ttl_s, clock=clock)
         self._pending: dict[str, asyncio.Future[Scores]] = {}  # single flight for identical content
+
+    @property
+    def identity(self) -> JudgeIdentity:
+        """The LLM judge judges with its model; it has no fitted profile."""
+        return JudgeIdentity(self.name, str(self.model), sc.PROFILE_NONE)
 
     def __repr__(self) -> str:  # never shows the key
         return f"LlmJudge(base_url={str(self._http.client.base_url)!r}, model={self.model!r}, mode={self.mode!r})"

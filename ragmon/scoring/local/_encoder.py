@@ -69,7 +69,7 @@ _embedders_lock = threading.Lock()
 
 def embedder_for(model_path: str | None, sha256: str | None, threads: int, int8: bool = True) -> Embedder:
     """One shared embedder per model, thread count and arithmetic (loading it costs seconds)."""
-    # Batches are cut by token length (``embedder.length_buckets``); 32 bounds one run's memory.
+    # Batches are cut by token length (``onnx_runner.length_buckets``); 32 bounds one run's memory.
     key = (model_path, sha256, threads, int8)
     with _embedders_lock:
         if key not in _embedders:

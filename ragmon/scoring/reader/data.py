@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ... import env as ragmon_env
 from ...errors import ConfigError
 from ..local.claims import split_claims
 from ..text import split_sentences
@@ -184,5 +185,5 @@ def write_pairs(pairs: Sequence[Pair], path: Path) -> None:
 
 
 def default_benchdata() -> Path | None:
-    env = os.environ.get("RAGMON_BENCHDATA")
+    env = os.environ.get(ragmon_env.BENCHDATA)
     return Path(env) if env else None

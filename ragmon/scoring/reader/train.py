@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import env as ragmon_env
 from .data import NOT_SUPPORTED, SUPPORTED, Pair, build_pairs, default_benchdata, manifest
 
 log_ = logging.getLogger("ragmon.reader.train")
@@ -125,7 +126,7 @@ def save(path: Path, model: Any, tokenizer: Any, state: dict[str, Any] | None = 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=Path(".cache/reader"))
-    ap.add_argument("--data-dir", type=Path, default=Path(os.environ.get("RAGMON_READER_DATA", ".cache/reader-data")))
+    ap.add_argument("--data-dir", type=Path, default=Path(os.environ.get(ragmon_env.READER_DATA, ".cache/reader-data")))
     ap.add_argument("--benchdata", type=Path, default=default_benchdata())
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--batch", type=int, default=16)
@@ -133,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=13)
     ap.add_argument("--save-every", type=int, default=200)
     ap.add_argument("--eval-every", type=int, default=400)
-    ap.add_argument("--threads", type=int, default=int(os.environ.get("RAGMON_TRAIN_THREADS", "2")))
+    ap.add_argument("--threads", type=int, default=int(os.environ.get(ragmon_env.TRAIN_THREADS, "2")))
     ap.add_argument("--max-steps", type=int, default=0, help="stop after this many steps (0: all epochs)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")

@@ -1,0 +1,107 @@
+"""The reader's training data: the manifest, sha256 checks, RAGTruth folds and claim labels,
+premise windows and one-edit contradictions (pure code, no torch)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from ragmon.errors import ConfigError
+from ragmon.scoring.reader import data, edits, windows
+
+
+def test_every_manifest_source_is_pinned_with_its_licence() -> None:
+    sources = data.manifest()["sources"]
+    assert len(sources) >= 6
+    for s in sources:
+        assert len(s["sha256"]) == 64 and int(s["sha256"], 16) >= 0, s["name"]
+        assert s["licence"] and s["file"] and s["format"] in ("docnli-tsv", "ragtruth-jsonl")
+        if not s.get("benchdata"):
+            assert s["url"].startswith("https://raw.githubusercontent.com/salesforce/DocNLI/")
+            assert len(s["url"].split("/")[5]) == 40  # pinned to a commit, not a branch
+
+
+def _source(tmp_path: Path, text: str, sha: str) -> dict[str, object]:
+    (tmp_path / "pairs.txt").write_text(text, encoding="utf-8")
+    return {"name": "toy", "file": "pairs.txt", "format": "docnli-tsv", "url": "https://example.invalid/x",
+            "sha256": sha, "licence": "test"}
+
+
+def test_a_verified_file_is_read_and_a_changed_one_is_an_error_naming_it(tmp_path: Path) -> None:
+    text = "entailment\tThe sky is blue.\tThe sky has a colour.\n"
+    good = _source(tmp_path, text, hashlib.sha256(text.encode()).hexdigest())
+    path = data.locate(good, tmp_path, None, download=False)
+    assert list(data.docnli_rows(path)) == [(data.SUPPORTED, "The sky is blue.", "The sky has a colour.")]
+    bad = _source(tmp_path, text.replace("blue", "green"), good["sha256"])  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"pairs\.txt: sha256 .* does not match"):
+        data.locate(bad, tmp_path, None, download=False)
+
+
+def test_a_missing_file_is_an_error_without_download(tmp_path: Path) -> None:
+    source = _source(tmp_path, "", "0" * 64)
+    (tmp_path / "pairs.txt").unlink()
+    with pytest.raises(ConfigError, match="missing"):
+        data.locate(source, tmp_path, None, download=False)
+    with pytest.raises(ConfigError, match="RAGMON_BENCHDATA"):
+        data.locate({**source, "benchdata": True}, tmp_path, None, download=False)
+
+
+def test_not_entailment_is_the_joined_label() -> None:
+    lines = "not_entailment\tA\tB\nnon_entailment\tC\tD\nentailment\tE\tF\nbroken line\n"
+    path = Path(__file__).parent / "_tmp_docnli.txt"
+    try:
+        path.write_text(lines, encoding="utf-8")
+        assert [r[0] for r in data.docnli_rows(path)] == [data.NOT_SUPPORTED, data.NOT_SUPPORTED, data.SUPPORTED]
+    finally:
+        path.unlink()
+
+
+def test_claims_take_the_label_of_the_spans_they_overlap() -> None:
+    answer = "Paris is the capital of France. It has 90 million people. The mayor is Bob Smith."
+    spans = [{"start": answer.index("90"), "end": answer.index("90") + 10, "label_type": "Evident Conflict"},
+             {"start": answer.index("Bob"), "end": len(answer) - 1, "label_type": "Evident Baseless Info"}]
+    assert data.claim_labels(answer, spans) == [
+        ("Paris is the capital of France.", data.SUPPORTED),
+        ("It has 90 million people.", data.CONTRADICTED),
+        ("The mayor is Bob Smith.", data.UNSUPPORTED),
+    ]
+
+
+def test_ragtruth_folds_keep_every_answer_about_one_source_together() -> None:
+    rows = [{"task": "qa", "meta": {"source_id": sid}} for sid in range(400)]
+    folds = [data.ragtruth_fold(r) for r in rows]
+    assert set(folds) == {"heldout", "train", "dev"}
+    assert 0.4 < folds.count("heldout") / len(folds) < 0.6
+    # another answer (another generator) about the same source: the same fold
+    assert all(data.ragtruth_fold({"task": "qa", "meta": {"source_id": i}, "id": "other"}) == f
+               for i, f in enumerate(folds))
+
+
+def test_the_window_keeps_the_best_sentences_in_source_order() -> None:
+    sentences = ["The store opens at nine.", "Parking is free on Sundays.", "Refunds take 14 days.",
+                 "The warehouse ships parcels by courier.", "Returns need the original receipt."]
+    w = windows.claim_window("Refunds need the original receipt and take 14 days.", sentences, k=2)
+    assert w.sentences == ("Refunds take 14 days.", "Returns need the original receipt.")
+    assert w.best in w.sentences and w.overlap > 0.5
+
+
+def test_a_long_sentence_is_cut_around_what_the_claim_shares() -> None:
+    long = " ".join(["filler"] * 80 + ["the", "bridge", "opened", "in", "1937"] + ["filler"] * 80)
+    w = windows.claim_window("The bridge opened in 1937.", [long], k=1)
+    assert len(w.text.split()) == windows.MAX_SENTENCE_WORDS
+    assert "bridge opened in 1937" in w.text
+
+
+def test_one_edit_contradictions_of_an_entailed_pair() -> None:
+    premise = "Maria Lopez founded the company in March 2010 with 12 employees in Madrid, and Juan Perez joined."
+    hypothesis = "The company was founded with 12 employees by Maria Lopez in March."
+    made = dict(edits.contradictions(premise, hypothesis, "k"))
+    assert made["negation"] == "The company was not founded with 12 employees by Maria Lopez in March."
+    assert "12" not in made["number"] and made["number"] != hypothesis
+    # another name the premise holds stands where the hypothesis had one
+    assert "Maria Lopez" not in made["name"] and ("Juan Perez" in made["name"] or "Madrid" in made["name"])
+    assert "March" not in made["month"]
+    both = edits.both_negated("The museum is open on Mondays.", "The museum is open on Mondays.", "k")
+    assert both == ("The museum is not open on Mondays.", "The museum is not open on Mondays.")
