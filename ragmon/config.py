@@ -8,9 +8,10 @@ Standard ``OTEL_*`` variables are left to the OpenTelemetry SDK.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -301,12 +302,14 @@ AGENT_SETTINGS: tuple[Setting, ...] = (
     _s("judge", "RAGMON_JUDGE", parse_judge_name, None,
        "Judge (ragmon.judges): " + judges.summary_line() + ".", choices=judges.names()),
     _s("judge_concurrency", "RAGMON_JUDGE_CONCURRENCY", parse_positive_int, "N",
-       "Traces judged at once."),
+       "Traces judged at once, and the most LLM-judge requests in flight: the LLM judge starts at 1 and "
+       "adapts to the server's latency, timeouts and 429/503 replies."),
     _s("judge_backlog", "RAGMON_JUDGE_BACKLOG", parse_positive_int, "N",
        "Sampled traces waiting for the judge; when full (or when an export's traces would not fit) the Kafka"
        " source pauses and the OTLP receiver answers 503 Retry-After."),
     _s("judge_timeout_s", "RAGMON_JUDGE_TIMEOUT_S", parse_positive_float, "SECONDS",
-       "Timeout for one judge request."),
+       "Timeout of one LLM-judge request, from when it is sent (waiting for a free request slot is not "
+       "counted); a model on CPU may need 300."),
     _s("judge_base_url", "RAGMON_JUDGE_BASE_URL", parse_optional_str, "URL",
        "OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1."),
     _s("judge_model", "RAGMON_JUDGE_MODEL", parse_optional_str, "NAME",
@@ -483,3 +486,31 @@ def load_section(
         given, value = _given(SETTINGS_BY_NAME[name], overrides, env)
         values[name] = value if given else SETTINGS_BY_NAME[name].default
     return cls(**values)
+
+
+# The settings every command that judges (``ragmon eval``, ``calibrate``, ``alerts simulate``,
+# ``inspect``) takes as flags, spelled, parsed and defaulted as the agent's.
+JUDGE_COMMAND_SETTINGS: tuple[str, ...] = ("judge_timeout_s", "judge_concurrency")
+
+
+def add_setting_flags(parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+                      names: Sequence[str] = JUDGE_COMMAND_SETTINGS) -> None:
+    """Flags for the table's settings ``names`` (``dest`` = the setting; unset: None, so
+    ``RAGMON_*`` and then the default apply — read them with ``load_section`` or ``setting_values``)."""
+    for name in names:
+        setting = SETTINGS_BY_NAME[name]
+        shown = "***" if setting.secret else setting.default
+        parser.add_argument(setting.flag, *setting.aliases, dest=setting.name, default=None,
+                            metavar=setting.metavar, help=f"{setting.help} [env {setting.env}; default {shown}]")
+
+
+def setting_values(given: Mapping[str, Any], names: Sequence[str] = JUDGE_COMMAND_SETTINGS,
+                   environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The settings ``names``: ``given`` (None ignored) > ``RAGMON_*`` > default, parsed and checked
+    as the agent does (``ConfigError`` naming the setting)."""
+    env = os.environ if environ is None else environ
+    out = {}
+    for name in names:
+        found, value = _given(SETTINGS_BY_NAME[name], given, env)
+        out[name] = value if found else SETTINGS_BY_NAME[name].default
+    return out

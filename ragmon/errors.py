@@ -8,8 +8,9 @@
     ├── SourceError                 a span source failed (retriable flag)
     │   └── KafkaSourceError
     ├── JudgeError                  scoring one trace failed (reason: bounded label; retriable flag)
-    │   ├── JudgeTimeoutError
-    │   ├── JudgeHTTPError          non-2xx from the judge endpoint (status)
+    │   ├── JudgeTimeoutError       no reply within the timeout of a sent request (slot waits not counted)
+    │   ├── JudgeHTTPError          non-2xx from the judge endpoint (status), or a broken connection
+    │   │   └── JudgeConnectError   no connection at all (refused, unreachable): the endpoint is down
     │   ├── JudgeRateLimitedError   429 after retries
     │   ├── JudgeReplyError         reply not valid JSON / wrong schema after the repair attempt
     │   ├── JudgeCircuitOpenError   circuit breaker open: endpoint considered down
@@ -72,6 +73,15 @@ class JudgeHTTPError(JudgeError):
         super().__init__(message)
         self.status = status
         self.retriable = status is None or status >= 500
+
+
+class JudgeConnectError(JudgeHTTPError):
+    """No connection to the judge endpoint (refused, unreachable, DNS): the server is down."""
+
+    reason = sc.FAIL_CONNECT
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, status=None)
 
 
 class JudgeRateLimitedError(JudgeError):

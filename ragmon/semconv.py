@@ -164,6 +164,7 @@ M_JUDGE_TOKENS: Final = "ragmon_judge_tokens"  # counter {judge, kind}
 M_JUDGE_INPUT_TRUNCATED: Final = "ragmon_judge_input_truncated"  # counter {judge}
 M_JUDGE_CACHE_HITS: Final = "ragmon_judge_cache_hits"  # counter {judge}
 M_JUDGE_CIRCUIT_OPEN: Final = "ragmon_judge_circuit_open"  # gauge {judge}: 1 while open
+M_JUDGE_CONCURRENCY_LIMIT: Final = "ragmon_judge_concurrency_limit"  # gauge {judge}: requests in flight allowed now
 M_JUDGE_BUDGET_REMAINING: Final = "ragmon_judge_budget_remaining_tokens"  # gauge {window}
 # counter {judge, reason}: items of the LLM judge's "contradicted" list dropped (INVALID_CONTRADICTION_*)
 M_JUDGE_INVALID_CONTRADICTIONS: Final = "ragmon_judge_invalid_contradictions"
@@ -271,6 +272,7 @@ NOT_RAG_PIPELINE_LABEL: Final = "_not_rag"  # pipeline label of not_rag traces (
 # traces failed (the judge was asked and could not answer)
 FAIL_TIMEOUT: Final = "timeout"
 FAIL_HTTP: Final = "http_error"
+FAIL_CONNECT: Final = "connect_error"  # no connection to the judge endpoint (refused, unreachable): it is down
 FAIL_RATE_LIMITED: Final = "rate_limited"
 FAIL_INVALID_REPLY: Final = "invalid_reply"
 FAIL_CIRCUIT_OPEN: Final = "circuit_open"

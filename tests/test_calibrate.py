@@ -65,7 +65,7 @@ def labelled_file(tmp_path: Path) -> Path:
 def test_calibrate_local_report(labelled_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "report.json"
     rc = main(["calibrate", str(labelled_file), "--judge", "local", "--out", str(out), "--bootstrap", "50",
-               "--seed", "7", "--concurrency", "2"])
+               "--seed", "7", "--judge-concurrency", "2"])
     assert rc == 0
     captured = capsys.readouterr()
     report = json.loads(out.read_text())
@@ -154,7 +154,7 @@ async def test_calibrate_llm_judge_over_real_http(labelled_file: Path, tmp_path:
         server.enqueue(Reply.text("It looks faithful to me."), Reply.text("Still not JSON, sorry."))
         rc = await asyncio.to_thread(
             main, ["calibrate", str(labelled_file), "--judge", "llm", "--judge-base-url", server.base_url,
-                   "--judge-model", "judge-model", "--out", str(out), "--bootstrap", "20", "--concurrency", "1",
+                   "--judge-model", "judge-model", "--out", str(out), "--bootstrap", "20", "--judge-concurrency", "1",
                    "--no-progress"],
         )
         chats = server.chat_requests

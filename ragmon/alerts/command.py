@@ -21,6 +21,7 @@ from typing import Any, Final
 import yaml
 
 from .. import quality
+from ..config import add_setting_flags
 from ..errors import ConfigError, JudgeError, ModelError
 from ..scoring.factory import add_judge_argument
 from .cases import Case, default_cases
@@ -45,6 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_judge_argument(sim, help="judge that scores the rows")
     sim.add_argument("--judge-base-url", default=None, help="OpenAI-compatible base URL for --judge llm")
     sim.add_argument("--judge-model", default=None, help="chat model for --judge llm")
+    add_setting_flags(sim)  # --judge-timeout-s, --judge-concurrency (rows scored at once): the agent's settings
     sim.add_argument("--judge-profile", type=Path, default=None, metavar="PROFILE.json",
                      help="a local judge profile from `ragmon calibrate --fit` (scores and error rates)")
     sim.add_argument("--rules", type=Path, default=RULES, help="Prometheus rules file (default: the shipped one)")
@@ -80,7 +82,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _score_rows(args: argparse.Namespace) -> Any:
     """Scores per row with the chosen judge: the same judge and scoring loop as ``ragmon calibrate``."""
-    from ..calibration.command import Progress, make_judge, score_rows
+    from ..calibration.command import Progress, make_judge, rows_at_once, score_rows
     from ..scoring.claim_verdicts import contradicts
 
     def values(scores: Any) -> dict[str, float]:
@@ -92,7 +94,7 @@ def _score_rows(args: argparse.Namespace) -> Any:
 
     def score(rows: list[Any]) -> list[dict[str, float] | None]:
         judge = make_judge(args)
-        scored, _failures = asyncio.run(score_rows(judge, rows, 4, Progress(len(rows), enabled=True)))
+        scored, _failures = asyncio.run(score_rows(judge, rows, rows_at_once(args), Progress(len(rows), enabled=True)))
         by_line = {item.row.line: values(item.scores) for item in scored}
         return [by_line.get(r.line) for r in rows]
 

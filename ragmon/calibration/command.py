@@ -15,9 +15,11 @@ import hashlib
 import json
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any, Final, TextIO
 
+from ..config import JUDGE_COMMAND_SETTINGS, add_setting_flags, setting_values
 from ..errors import ConfigError, JudgeError
 from ..scoring.factory import add_judge_argument
 from ..scoring.judge import Judge
@@ -46,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="bootstrap resamples for the 95%% intervals (0 = none; default 1000)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
     parser.add_argument("--k", type=int, default=5, help="cut-off of NDCG@k for per-context labels (default 5)")
-    parser.add_argument("--concurrency", type=int, default=4, help="rows scored at once (default 4)")
+    add_setting_flags(parser)  # --judge-timeout-s, --judge-concurrency (rows scored at once): the agent's settings
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     parser.add_argument("--fit", type=Path, default=None, metavar="PROFILE.json",
                         help="fit the local judge to these labels (faithfulness, answer relevancy, context "
@@ -110,7 +112,23 @@ def make_judge(args: argparse.Namespace) -> Judge:
         "judge_base_url": args.judge_base_url,
         "judge_model": args.judge_model,
         "judge_profile": str(profile) if profile is not None else None,
+        **judge_flags(args),
     }))
+
+
+def judge_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The judge settings a judging command takes as flags (``config.JUDGE_COMMAND_SETTINGS``), as given."""
+    return {name: getattr(args, name, None) for name in JUDGE_COMMAND_SETTINGS}
+
+
+def rows_at_once(args: argparse.Namespace) -> int:
+    """Rows scored at once: ``--judge-concurrency`` > ``RAGMON_JUDGE_CONCURRENCY`` > the agent's default."""
+    concurrency: int = setting_values(judge_flags(args))["judge_concurrency"]
+    return concurrency
+
+
+def _reasons(by_reason: dict[str, int]) -> str:
+    return (": " + ", ".join(f"{n} {reason}" for reason, n in by_reason.items())) if by_reason else ""
 
 
 def row_trace(row: LabelledRow) -> RagTrace:
@@ -176,6 +194,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         judge = make_judge(args)
+        concurrency = rows_at_once(args)
     except ConfigError as exc:  # a profile for another judge version, a malformed profile: one line
         print(f"ragmon calibrate: {exc}", file=sys.stderr)
         return 2
@@ -183,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
         return run_fit(args, judge, rows)
     progress = Progress(len(rows), enabled=not args.no_progress)
     started = time.monotonic()
-    scored, failures = asyncio.run(score_rows(judge, rows, args.concurrency, progress))
+    scored, failures = asyncio.run(score_rows(judge, rows, concurrency, progress))
     elapsed = time.monotonic() - started
 
     body = build_report(scored, args.threshold, args.bootstrap, args.seed, args.k)
@@ -195,6 +214,7 @@ def run(args: argparse.Namespace) -> int:
         "rows_failed": len(failures),
         "rows_malformed": len(malformed),
         "malformed": [{"line": e.line, "error": e.message} for e in malformed],
+        "failed_by_reason": dict(sorted(Counter(f["reason"] for f in failures).items())),
         "failed": failures,
         "threshold": args.threshold,
         "bootstrap": args.bootstrap,
@@ -214,7 +234,10 @@ def run(args: argparse.Namespace) -> int:
         ],
     }
     print(f"\n{path.name}: {len(scored)} rows scored by the {report['judge']} judge in {elapsed:.1f}s"
-          f" ({len(malformed)} malformed, {len(failures)} failed); failure = score < {args.threshold}")
+          f" ({len(malformed)} malformed, {len(failures)} failed{_reasons(report['failed_by_reason'])});"
+          f" failure = score < {args.threshold}")
+    if failures:  # the first failure's own words: its cause (timeout, connection refused, HTTP status, reply)
+        print(f"first failure (line {failures[0]['line']}): {failures[0]['error']}")
     print(format_table(report))
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)

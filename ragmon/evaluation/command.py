@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from .. import env
-from ..config import SETTINGS_BY_NAME
+from ..config import JUDGE_COMMAND_SETTINGS, SETTINGS_BY_NAME, add_setting_flags, setting_values
 from ..errors import ConfigError, EvalInputError, GateRuleError, ModelError, PushgatewayError
 from ..evaluators import EvaluatorFileError, EvaluatorSet, load_evaluators
 from ..evaluators.judging import check_criteria_judge, criteria_of
@@ -79,7 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_judge_argument(parser, allow_none=True, help="generation judge, or none (retrieval only)")
     parser.add_argument("--judge-base-url", default=None, help="OpenAI-compatible base URL (or RAGMON_JUDGE_BASE_URL)")
     parser.add_argument("--judge-model", default=None, help="chat model for --judge llm (or RAGMON_JUDGE_MODEL)")
-    parser.add_argument("--judge-concurrency", type=int, default=4, help="questions judged at once (default 4)")
+    add_setting_flags(parser)  # --judge-timeout-s, --judge-concurrency (questions judged at once): the agent's settings
     parser.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY,
                         help=f"app calls at once (default {DEFAULT_CONCURRENCY})")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
@@ -130,8 +130,13 @@ def make_judge(args: argparse.Namespace, evaluators: EvaluatorSet | None = None)
 
     return build_judge(judge_settings({"judge": args.judge, "judge_base_url": args.judge_base_url,
                                        "judge_model": args.judge_model,
-                                       "judge_profile": getattr(args, "judge_profile", None)}),
+                                       "judge_profile": getattr(args, "judge_profile", None),
+                                       **_judge_flags(args)}),
                        criteria=criteria_of(specs))
+
+
+def _judge_flags(args: argparse.Namespace) -> dict[str, Any]:
+    return {name: getattr(args, name, None) for name in JUDGE_COMMAND_SETTINGS}
 
 
 def load_evaluator_file(args: argparse.Namespace) -> EvaluatorSet:
@@ -155,16 +160,20 @@ def _options(args: argparse.Namespace) -> EvalOptions:
             raise EvalInputError(f"--baseline {args.baseline}: not a ragmon eval report (no 'rows')")
     if args.significance is not None and not 0 < args.significance < 1:
         raise EvalInputError(f"--significance must be between 0 and 1, got {args.significance}")
-    for name in ("concurrency", "judge_concurrency", "bootstrap"):
+    for name in ("concurrency", "bootstrap"):
         if getattr(args, name) < 1:
             raise EvalInputError(f"--{name.replace('_', '-')} must be >= 1")
+    try:  # parsed and checked as the agent's setting (ConfigError names it)
+        judge_concurrency = setting_values(_judge_flags(args))["judge_concurrency"]
+    except ConfigError as exc:
+        raise EvalInputError(str(exc)) from None
     if not args.timeout > 0:
         raise EvalInputError("--timeout must be > 0")
     try:
         options = EvalOptions(
             evalset=args.evalset, app=args.app, responses=args.responses, traces=args.traces,
             doc_id_field=args.doc_id_field, ks=args.k, primary_k=args.primary_k, concurrency=args.concurrency,
-            timeout_s=args.timeout, judge_concurrency=args.judge_concurrency,
+            timeout_s=args.timeout, judge_concurrency=judge_concurrency,
             citation_pattern=args.citation_pattern or None,
             baseline=baseline, baseline_path=str(args.baseline or ""), significance=args.significance,
             n_resamples=args.bootstrap, seed=args.seed, worst=args.worst, judge_label=args.judge,

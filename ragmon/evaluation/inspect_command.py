@@ -15,10 +15,12 @@ import argparse
 import asyncio
 import json
 import sys
+from collections.abc import Mapping
 from typing import Any, Final
 
 from .. import semconv as sc
-from ..errors import DecodeError
+from ..config import JUDGE_COMMAND_SETTINGS, add_setting_flags, setting_values
+from ..errors import ConfigError, DecodeError
 from ..export.inspector import inspect_trace
 from ..ingest.extract import build_rag_trace
 from ..ingest.otlp import decode_traces_payload
@@ -43,6 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="score each RAG trace with an offline judge, or none (extraction only)")
     parser.add_argument("--max-chars", type=int, default=2000, help="cut each text to this many characters")
     parser.add_argument("--limit", type=int, default=100, help="print at most this many traces")
+    add_setting_flags(parser)  # --judge-timeout-s, --judge-concurrency: the agent's settings, for the judge
 
 
 def read_traces(data: bytes) -> tuple[list[RagTrace], list[str]]:
@@ -68,23 +71,26 @@ def read_traces(data: bytes) -> tuple[list[RagTrace], list[str]]:
 
 
 def inspect_file(data: bytes, *, judge: str = "none", trace_id: str | None = None, max_chars: int = 2000,
-                 limit: int = 100) -> tuple[list[dict[str, Any]], list[str]]:
-    """The inspector's objects for the traces in ``data`` (optionally judged), and any problems."""
+                 limit: int = 100, judge_options: Mapping[str, Any] | None = None,
+                 ) -> tuple[list[dict[str, Any]], list[str]]:
+    """The inspector's objects for the traces in ``data`` (optionally judged, with ``judge_options``:
+    settings of the judge such as ``judge_timeout_s``), and any problems."""
     traces, problems = read_traces(data)
     if trace_id is not None:
         traces = [t for t in traces if t.trace_id == trace_id.strip().lower()]
     traces = traces[:max(0, limit)]
     if judge == "none":
         return [inspect_trace(t, max_chars=max_chars) for t in traces], problems
-    return asyncio.run(_judged(traces, max_chars, judge)), problems
+    return asyncio.run(_judged(traces, max_chars, judge, judge_options or {})), problems
 
 
-async def _judged(traces: list[RagTrace], max_chars: int, judge_name: str) -> list[dict[str, Any]]:
+async def _judged(traces: list[RagTrace], max_chars: int, judge_name: str,
+                  options: Mapping[str, Any]) -> list[dict[str, Any]]:
     from ..config import load_agent_config
     from ..scoring.factory import JudgeSettings, build_judge
     from ..scoring.metrics.diagnosis import diagnose
 
-    config = load_agent_config({"judge": judge_name}, environ={})
+    config = load_agent_config({**options, "judge": judge_name}, environ={})
     judge = await asyncio.to_thread(build_judge, config.section(JudgeSettings), None)
     out = []
     try:
@@ -110,8 +116,13 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"ragmon inspect: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
         return 2
+    try:
+        options = setting_values({name: getattr(args, name, None) for name in JUDGE_COMMAND_SETTINGS})
+    except ConfigError as exc:
+        print(f"ragmon inspect: {exc}", file=sys.stderr)
+        return 2
     objects, problems = inspect_file(data, judge=args.judge, trace_id=args.trace_id,
-                                     max_chars=args.max_chars, limit=args.limit)
+                                     max_chars=args.max_chars, limit=args.limit, judge_options=options)
     for problem in problems[:10]:
         print(f"ragmon inspect: {problem}", file=sys.stderr)
     if not objects:

@@ -147,13 +147,14 @@ class AgentMetrics:
         # judge
         self.evaluator_errors = Counter(sc.M_EVALUATOR_ERRORS, "Declared evaluators that could not judge a trace, by reason (missing_verdict: the LLM judge's reply left the criterion out; timeout: a regex ran past its time limit; no_answer, no_question, no_letters); the score is left out, never guessed.", [sc.L_METRIC, sc.L_REASON], registry=r)
         self.judge_duration = Histogram(sc.M_JUDGE_DURATION, "Time to score one trace.", [sc.L_JUDGE], buckets=JUDGE_DURATION_BUCKETS, registry=r)
-        self.judge_requests = Counter(sc.M_JUDGE_REQUESTS, "Judge API requests by outcome (ok, retry, http_error, timeout, rate_limited, invalid_reply, circuit_open).", [sc.L_JUDGE, sc.L_OUTCOME], registry=r)
+        self.judge_requests = Counter(sc.M_JUDGE_REQUESTS, "Judge API requests by outcome (ok, retry, timeout, connect_error, http_error, rate_limited, invalid_reply, circuit_open).", [sc.L_JUDGE, sc.L_OUTCOME], registry=r)
         self.judge_tokens = Counter(sc.M_JUDGE_TOKENS, "Judge tokens used (kind=prompt|completion), from the API's usage or estimated.", [sc.L_JUDGE, sc.L_KIND], registry=r)
         self.judge_input_truncated = Counter(sc.M_JUDGE_INPUT_TRUNCATED, "Traces whose judge input was cut to the token budget.", [sc.L_JUDGE], registry=r)
         self.judge_cache_hits = Counter(sc.M_JUDGE_CACHE_HITS, "Traces answered from the judge's content-hash cache.", [sc.L_JUDGE], registry=r)
         self.judge_info = Gauge(sc.M_JUDGE_INFO, "1 for what the agent judges with: the judge, its version (local: feature version; llm: model) and the fitted judge profile (profile=\"none\": shipped defaults, not fitted to this domain).", [sc.L_JUDGE, sc.L_VERSION, sc.L_PROFILE], registry=r)
         self.judge_circuit_open = Gauge(sc.M_JUDGE_CIRCUIT_OPEN, "1 while the judge's circuit breaker is open.", [sc.L_JUDGE], registry=r)
         self.judge_invalid_contradictions = Counter(sc.M_JUDGE_INVALID_CONTRADICTIONS, "Items of the LLM judge's contradicted list dropped (reason=no_claim|evidence_not_in_sources|evidence_quotes_answer); the claim keeps its other verdict.", [sc.L_JUDGE, sc.L_REASON], registry=r)
+        self.judge_concurrency_limit = Gauge(sc.M_JUDGE_CONCURRENCY_LIMIT, "Requests the LLM judge may have in flight now (1 up to --judge-concurrency), adapted to the server's latency, timeouts and 429/503/504 replies.", [sc.L_JUDGE], registry=r)
         self.judge_budget_remaining = Gauge(sc.M_JUDGE_BUDGET_REMAINING, "Judge tokens left in the current budget window (window=minute|day).", [sc.L_WINDOW], registry=r)
 
         # kafka

@@ -107,3 +107,5 @@ class JudgeMetrics(Protocol):
     def judge_budget_remaining(self) -> Labelled: ...  # {window=minute|day}
     @property
     def judge_invalid_contradictions(self) -> Labelled: ...  # {judge, reason}
+    @property
+    def judge_concurrency_limit(self) -> Labelled: ...  # {judge}

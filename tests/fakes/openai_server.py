@@ -20,6 +20,8 @@ Usage::
         server.requests                            # [Recorded(path, headers, body)], embeddings included
         server.chat_requests                       # only /v1/chat/completions
         server.max_in_flight                       # most slow (delayed) replies pending at once
+        server.slots = 1                           # like a llama.cpp server with one slot: a delayed reply
+                                                   # waits for the one before it (None: no limit)
 
 When the queue is empty a chat request is answered by ``server.responder(body)`` — by default
 ``compact_responder``: a deterministic, schema-valid compact-mode judgement (every answer
@@ -105,6 +107,8 @@ class FakeOpenAI:
         self.model = "fake-judge"
         self.in_flight = 0
         self.max_in_flight = 0  # most chat requests being handled at once (for concurrency bounds)
+        self.slots: int | None = None  # delayed replies worked on at once; the others queue (a local server)
+        self._slot_semaphore: asyncio.Semaphore | None = None
         self._runner: web.AppRunner | None = None
 
     @property
@@ -164,7 +168,13 @@ class FakeOpenAI:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
             try:
-                await asyncio.sleep(reply.delay_s)
+                if self.slots is not None:
+                    if self._slot_semaphore is None:
+                        self._slot_semaphore = asyncio.Semaphore(self.slots)
+                    async with self._slot_semaphore:  # queued behind the requests being worked on
+                        await asyncio.sleep(reply.delay_s)
+                else:
+                    await asyncio.sleep(reply.delay_s)
             finally:
                 self.in_flight -= 1
         if reply.raw_body is not None:

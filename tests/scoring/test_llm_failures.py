@@ -15,6 +15,7 @@ import pytest
 from ragmon import semconv as sc
 from ragmon.errors import (
     JudgeCircuitOpenError,
+    JudgeConnectError,
     JudgeError,
     JudgeHTTPError,
     JudgeRateLimitedError,
@@ -71,7 +72,7 @@ def requests(metrics, outcome):
 
 
 def chat_outcomes(metrics):
-    names = ["ok", "retry", "timeout", "http_error", "rate_limited", "invalid_reply", "circuit_open"]
+    names = ["ok", "retry", "timeout", "connect_error", "http_error", "rate_limited", "invalid_reply", "circuit_open"]
     return {o: requests(metrics, o) for o in names if requests(metrics, o)}
 
 
@@ -139,15 +140,16 @@ async def test_timeout_then_success(server, make_judge, metrics):
     assert chat_outcomes(metrics) == {"retry": 1, "ok": 2}
 
 
-async def test_unreachable_endpoint_fails_as_http_error(make_judge, metrics):
+async def test_unreachable_endpoint_fails_as_connect_error(make_judge, metrics):
     dead = FakeOpenAI()
     await dead.start()
     url = dead.base_url
     await dead.stop()  # nothing listens on that port any more
-    with pytest.raises(JudgeHTTPError) as info:
+    with pytest.raises(JudgeConnectError) as info:
         await make_judge(base_url=url, max_retries=1).score(TRACE)
-    assert info.value.status is None and "ConnectError" in str(info.value)
-    assert chat_outcomes(metrics) == {"retry": 1, "http_error": 1}
+    assert info.value.status is None and info.value.reason == sc.FAIL_CONNECT
+    assert "ConnectError" in str(info.value) and url in str(info.value)
+    assert chat_outcomes(metrics) == {"retry": 1, "connect_error": 1}
 
 
 # --- replies that are not what we asked for ------------------------------------------------

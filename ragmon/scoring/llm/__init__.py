@@ -15,14 +15,17 @@ prompt is untouched); in parity mode RAGAS's extra calls.
 
 Cost and failure control, in the order a trace meets them: content-hash cache -> token
 budget (``JudgeBudgetExceeded``: the agent skips the trace) -> input cut to the per-trace
-token budget -> per request: circuit breaker -> client-side rpm/tpm limiter -> bounded
-concurrency -> HTTP with retries (exponential backoff + jitter, ``Retry-After`` honoured)
-on 429/5xx/timeouts -> ``response_format`` json_schema, falling back to json_object and
-then plain text when the server rejects it -> tolerant parsing -> one repair attempt.
+token budget -> per request: circuit breaker (opened only by a server that is down) ->
+client-side rpm/tpm limiter -> a free request slot (adaptive concurrency: AIMD on the server's
+latency, timeouts and 429/503/504; waiting for it is not part of the request's timeout) -> HTTP
+with retries (exponential backoff + jitter, ``Retry-After`` honoured) on 429/5xx/timeouts/connection
+errors -> ``response_format`` json_schema, falling back to json_object and then plain text when the
+server rejects it -> tolerant parsing -> one repair attempt -> contradictions kept only when their
+evidence quotes a context (``evidence``).
 
 Every request is counted in ``ragmon_judge_requests_total{judge="llm",outcome}`` with one of
-ok, retry (a failed attempt that will be retried), timeout, http_error, rate_limited,
-invalid_reply, circuit_open. The API key is sent as a header and never logged or put in
+ok, retry (a failed attempt that will be retried), timeout, connect_error, http_error,
+rate_limited, invalid_reply, circuit_open. The API key is sent as a header and never logged or put in
 an error message.
 
 Modules. Private (this package's API is ``__all__``): ``_settings`` the frozen settings, ``_http``

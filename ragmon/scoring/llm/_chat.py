@@ -21,7 +21,7 @@ from ... import semconv as sc
 from ...errors import JudgeReplyError
 from ..judge import JudgeMetrics
 from . import prompts as p
-from ._http import FormatRejected, JudgeHttp
+from ._http import CHAT_PATH, FormatRejected, JudgeHttp
 from ._settings import NAME, LlmJudgeSettings
 from .verdicts import VerdictError, extract_json
 
@@ -121,7 +121,7 @@ class ChatClient:
                 body["response_format"] = {"type": "json_object", "schema": schema}
             try:
                 response = await self._http.post(
-                    "chat/completions", body, estimate + self._settings.max_completion_tokens,
+                    CHAT_PATH, body, estimate + self._settings.max_completion_tokens,
                     format_fallback=self.response_format != FORMAT_NONE,
                 )
             except FormatRejected:

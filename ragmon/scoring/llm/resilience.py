@@ -1,5 +1,6 @@
-"""Retry-After parsing, a circuit breaker and a client-side rate limiter for the LLM judge (the retry
-delays themselves are ``ragmon.backoff.Backoff``, shared with the Kafka loops).
+"""Retry-After parsing, a circuit breaker, a client-side rate limiter and an adaptive concurrency limit
+for the LLM judge (the retry delays themselves are ``ragmon.backoff.Backoff``, shared with the Kafka
+loops).
 
 The breaker and the limiter take an injected clock (and the limiter an injected sleep) so tests drive time
 themselves instead of waiting for it.
@@ -10,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
+from typing import Final
 
 from ..judge import CIRCUIT_CLOSED, CIRCUIT_HALF_OPEN, CIRCUIT_OPEN
 
@@ -57,6 +60,7 @@ class CircuitBreaker:
         self._state = CLOSED
         self._opened_at = 0.0
         self._trial_in_flight = False
+        self.last_cause = ""  # the last failure that counted, named
 
     @property
     def state(self) -> str:
@@ -79,8 +83,10 @@ class CircuitBreaker:
         self._trial_in_flight = False
         self._set(CLOSED)
 
-    def record_failure(self) -> None:
+    def record_failure(self, cause: str = "") -> None:
+        """A failure that says the endpoint is down (``cause``: what happened, for the open circuit's message)."""
         self._consecutive += 1
+        self.last_cause = cause or self.last_cause
         was_trial = self._trial_in_flight
         self._trial_in_flight = False
         if was_trial or self._consecutive >= self.failures:
@@ -152,3 +158,89 @@ class RateLimiter:
                     return
                 self.waited_s += wait
                 await self._sleep(wait)
+
+
+# --- adaptive concurrency --------------------------------------------------------------------
+class AdaptiveConcurrency:
+    """How many requests may be in flight: AIMD between 1 and ``maximum``, driven by what the server shows.
+
+    It starts at 1 and grows by one for each fast reply (slow start) until the server first shows
+    overload, then by one per ``limit`` fast replies in a row; it halves (never below 1) on overload.
+    A reply is *fast* when it took at most a quarter of the request timeout. *Overload* is a
+    timeout, a 429 / 503 / 504, or a reply that took more than half the timeout: the server queues
+    requests of its own (a llama.cpp server with one slot answers them one after another), so more
+    of them in flight only brings each closer to its timeout. Requests that started before a
+    decrease do not decrease it again (one halving per round, as in TCP).
+
+    Waiting here for a slot is not part of any request's timeout: the timeout starts when the
+    request is sent.
+    """
+
+    FAST: Final = 0.25  # share of the timeout a reply may take to let the limit grow
+    SLOW: Final = 0.5  # share of the timeout beyond which a reply counts as overload
+
+    def __init__(self, maximum: int, timeout_s: float, *, on_change: Callable[[int], None] | None = None) -> None:
+        self.maximum = max(1, maximum)
+        self.limit = 1
+        self._timeout_s = timeout_s
+        self._on_change = on_change
+        self._in_flight = 0
+        self._round = 0  # bumped by each decrease
+        self._credit = 0  # fast replies since the last increase
+        self._slow_start = True
+        self._waiters: deque[asyncio.Future[None]] = deque()
+        if on_change is not None:
+            on_change(self.limit)
+
+    @property
+    def in_flight(self) -> int:
+        return self._in_flight
+
+    async def acquire(self) -> int:
+        """Wait for a slot; returns the round it was taken in (hand it to ``release``)."""
+        while self._in_flight >= self.limit:
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            try:
+                await waiter
+            except asyncio.CancelledError:
+                if waiter in self._waiters:
+                    self._waiters.remove(waiter)
+                else:  # woken, then cancelled: hand the wake-up on
+                    self._wake()
+                raise
+        self._in_flight += 1
+        return self._round
+
+    def release(self, taken_in: int, *, latency_s: float | None = None, overload: bool = False) -> None:
+        """Give the slot back, telling how the request went: ``latency_s`` of a reply, or ``overload``
+        (neither: nothing learned, e.g. a connection error or a cancelled request)."""
+        self._in_flight -= 1
+        if latency_s is not None and latency_s > self.SLOW * self._timeout_s:
+            overload = True
+        if overload:
+            if taken_in == self._round:
+                self._round += 1
+                self._slow_start = False
+                self._credit = 0
+                self._set(max(1, self.limit // 2))
+        elif latency_s is not None and latency_s <= self.FAST * self._timeout_s and self.limit < self.maximum:
+            self._credit += 1
+            if self._slow_start or self._credit >= self.limit:
+                self._credit = 0
+                self._set(self.limit + 1)
+        self._wake()
+
+    def _wake(self) -> None:
+        free = self.limit - self._in_flight
+        while free > 0 and self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                free -= 1
+
+    def _set(self, limit: int) -> None:
+        if limit != self.limit:
+            self.limit = limit
+            if self._on_change is not None:
+                self._on_change(limit)
