@@ -57,7 +57,7 @@ PROFILE_NOTE = (
     "run, 2026-12-01; the profiler inflates every share alike): turning the captured spans into a `RagTrace` "
     "was 68 % — an OTLP protobuf encode + decode round trip 42 %, the agent's extraction (`build_rag_trace`) "
     "25 %; a thread started per app call 13 %; IR metrics and bootstrap intervals 9 %; the report 5 %. Since "
-    "then `ragmon eval` builds `SpanRecord`s straight from the SDK's spans (`ragmon/ingest/sdk_spans.py`, "
+    "then `ragmon eval` builds `SpanRecord`s straight from the SDK's spans (`ragmon/ingest/decode/sdk_spans.py`, "
     "tested equal to the round trip), which took the 100-document case from 7.05 to 4.13 CPU ms/question "
     "(medians of this benchmark before and after, same machine, different load)."
 )

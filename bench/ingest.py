@@ -6,7 +6,7 @@ next to the raw ceiling measured in the same run.
 * **agent**: ``ragmon.agent.Agent`` with ``source="kafka"``, ``sample_rate=0`` (every trace
   gets latency metrics and is accounted as skipped{not_sampled}; no judge work), until every
   trace is accounted for and every offset is committed. Its spans take the latency-only fast
-  path (``ingest/otlp_proto.py``: no judge can pick them, so only ids, timings, status and the
+  path (``ingest/decode/otlp_proto.py``: no judge can pick them, so only ids, timings, status and the
   few attributes that decide the latency metrics are read).
 * **agent, full path**: the same with ``fast_path=False`` (every span decoded and extracted in
   full, as a judged trace is), for comparison in the same run.
@@ -257,7 +257,11 @@ def phase_path(shape: str, repeats: int) -> dict[str, Any]:
     from ragmon.ingest import extract
     from ragmon.ingest._native import state
     from ragmon.ingest.assembler import TraceAssembler
-    from ragmon.ingest.otlp import decode_traces_payload
+
+    try:
+        from ragmon.ingest.decode.otlp import decode_traces_payload
+    except ImportError:  # a checkout from before ingest/ was split by job (the readers in ingest/ itself)
+        from ragmon.ingest.otlp import decode_traces_payload  # type: ignore[import-not-found,no-redef]
 
     if hasattr(extract, "LatencyOnly"):
         latency_only = extract.LatencyOnly(0.0, extract.latency_keys())
@@ -487,7 +491,8 @@ PROFILE_NOTE = (
     "before the readers were reorganised into one per format — the `path` rows above compare both builds — "
     "with `valgrind --tool=callgrind` on the agent's per-message path without the broker: about 238 k for ids "
     "traffic, 331 k for text): the protobuf parse 10 % (text 15 %); the byte scan that makes the `LightSpan`s "
-    "(then `ingest/otlp_scan.py`, now `ingest/otlp_proto.py` and `ingest/proto_wire.py`) 38 % (text 40 %); "
+    "(then `ingest/otlp_scan.py`, now `ingest/decode/otlp_proto.py` and `ingest/decode/proto_wire.py`) "
+    "38 % (text 40 %); "
     "assembly and the latency-only view of each closed trace (`ingest/assembler.py`: a trace that comes whole "
     "in one message is closed without the open-trace bookkeeping; `ingest/extract/_latency.py`) 21 % (21 %), "
     "three quarters of it the view; the agent's latency step (`agent/_latency.py`: metric children, release "

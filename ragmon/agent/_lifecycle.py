@@ -12,7 +12,8 @@ from .. import semconv as sc
 from .._security import server_ssl_context
 from ..evaluators.judging import check_criteria_judge, criteria_of
 from ..export.server import MetricsServer
-from ..ingest.settings import HttpReceiverSettings, KafkaSourceSettings
+from ..ingest.kafka.settings import KafkaSourceSettings
+from ..ingest.receivers.settings import HttpReceiverSettings
 from ..ingest.source import SpanSource
 from ..scoring.identity import judge_identity, not_fitted_line
 from ..scoring.judge import CIRCUIT_CLOSED, Judge
@@ -82,16 +83,16 @@ class LifecycleMixin(TraceStepsMixin):
 
     def _build_source(self) -> SpanSource:
         if self.config.source == "kafka":
-            from ..ingest.kafka_source import KafkaSource
+            from ..ingest.kafka.source import KafkaSource
 
             return KafkaSource(self.config.section(KafkaSourceSettings), self.metrics)
-        from ..ingest.http_receiver import OtlpHttpReceiver
+        from ..ingest.receivers.http_receiver import OtlpHttpReceiver
 
         http = OtlpHttpReceiver(self.config.section(HttpReceiverSettings), self.metrics)
         if self.config.receiver_grpc_port is None:
             return http
         from ..ingest.composite_source import CompositeSource
-        from ..ingest.grpc_receiver import GrpcReceiverSettings, OtlpGrpcReceiver
+        from ..ingest.receivers.grpc_receiver import GrpcReceiverSettings, OtlpGrpcReceiver
 
         return CompositeSource([http, OtlpGrpcReceiver(self.config.section(GrpcReceiverSettings), self.metrics)])
 

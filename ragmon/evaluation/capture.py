@@ -1,8 +1,8 @@
 """Capture an in-process app's spans in memory and turn them into ``RagTrace``s the agent's way.
 
 Offline must equal online, so finished SDK spans become exactly the records the agent would
-decode from their OTLP bytes (``ingest.sdk_spans``, which a test holds equal to the exporter's
-encoder + ``ingest.otlp``'s decoder) and are assembled by ``ingest.extract.build_rag_trace``.
+decode from their OTLP bytes (``ingest.decode.sdk_spans``, which a test holds equal to the exporter's
+encoder + ``ingest.decode.otlp``'s decoder) and are assembled by ``ingest.extract.build_rag_trace``.
 
 Routing concurrent calls: each call runs in a context whose current span is a non-recording,
 *remote* parent with a fresh trace id (:func:`call_context`). Every span the call starts — with
@@ -41,8 +41,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 
 from .. import semconv as sc
+from ..ingest.decode.sdk_spans import records_from_sdk_spans
 from ..ingest.extract import build_rag_trace
-from ..ingest.sdk_spans import records_from_sdk_spans
 from ..sdk import setup as sdk_setup
 from ..types import RagTrace, SpanRecord
 from .responses import EVAL_SERVICE
@@ -136,7 +136,7 @@ _RNG = random.SystemRandom()
 
 def to_span_records(spans: Sequence[ReadableSpan]) -> list[SpanRecord]:
     """Finished SDK spans -> ``SpanRecord``s: the records the agent decodes from the same spans'
-    OTLP bytes (``ingest.sdk_spans``, tested equal to the protobuf round trip), without the
+    OTLP bytes (``ingest.decode.sdk_spans``, tested equal to the protobuf round trip), without the
     round trip."""
     return records_from_sdk_spans(spans)
 

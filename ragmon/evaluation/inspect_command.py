@@ -22,8 +22,8 @@ from .. import semconv as sc
 from ..config import JUDGE_COMMAND_SETTINGS, add_setting_flags, setting_values
 from ..errors import ConfigError, DecodeError
 from ..export.inspector import inspect_trace
+from ..ingest.decode.otlp import decode_traces_payload
 from ..ingest.extract import build_rag_trace
-from ..ingest.otlp import decode_traces_payload
 from ..scoring.factory import add_judge_argument
 from ..types import RagTrace, SpanRecord
 

@@ -5,7 +5,7 @@ line, as many lines as batches (``format: json``; the exporter's ``proto`` forma
 compression are not read). A file holding a single, possibly pretty-printed, JSON document — or a
 JSON array of such documents — is read too.
 
-Each object is decoded by the agent's own decoder (``ingest.otlp``), spans are grouped by trace id
+Each object is decoded by the agent's own decoder (``ingest.decode.otlp``), spans are grouped by trace id
 across the whole file (one trace's spans may arrive in several batches) and each trace is built by
 the agent's own extraction (``ingest.extract.build_rag_trace``): the same numbers as online.
 
@@ -35,8 +35,8 @@ from typing import Any, Final
 
 from .. import semconv as sc
 from ..errors import DecodeError
+from ..ingest.decode.otlp import decode_traces_payload
 from ..ingest.extract import build_rag_trace
-from ..ingest.otlp import decode_traces_payload
 from ..types import RagTrace, SpanRecord
 from .doc_ids import map_doc_ids
 from .goldenset import read_input_bytes

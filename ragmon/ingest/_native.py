@@ -43,8 +43,8 @@ log = logging.getLogger(__name__)
 
 #: the modules setup.py compiles (it reads this tuple without importing ragmon)
 COMPILED_MODULES = (
-    "ragmon.ingest.otlp_proto",  # the protobuf reader ...
-    "ragmon.ingest.proto_wire",  # ... and the wire format it reads
+    "ragmon.ingest.decode.otlp_proto",  # the protobuf reader ...
+    "ragmon.ingest.decode.proto_wire",  # ... and the wire format it reads
     "ragmon.ingest.extract._span_view",  # the span view it makes
     "ragmon.ingest.assembler",
     "ragmon.ingest.extract._latency",  # the latency-only view of a trace
@@ -52,7 +52,7 @@ COMPILED_MODULES = (
     "ragmon.ingest.extract._view",
     "ragmon.ingest.extract._values",
     "ragmon.ingest.tally",
-    "ragmon.ingest.offsets",
+    "ragmon.ingest.kafka.offsets",
 )
 #: {"sources": {module: sha256}}: the compiled modules and every ragmon module they import (setup.py)
 MANIFEST = "_native.json"

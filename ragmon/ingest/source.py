@@ -9,19 +9,23 @@ while it is True instead of buffering without bound.
 
 The sink also says which traces a source may read for latency only (``latency_only``: the
 sampling bound and the keys to read, ``extract.LatencyOnly``); a source reads the spans of those
-traces as ``LightSpan``s then (``otlp_proto.py``), every other span in full.
+traces as ``LightSpan``s then (``decode/otlp_proto.py``), every other span in full.
+
+``latency_only_of`` and ``batch_of`` are how every source reads those two from its sink.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Hashable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from ..types import SpanRecord
 from .extract import LatencyOnly, LightSpan
 
 __all__ = ["Counting", "KafkaSourceMetrics", "Labelled", "LatencyOnly", "LightSpan", "Removable", "SourceMetrics",
-           "SpanSink", "SpanSource"]
+           "SpanSink", "SpanSource", "batch_of", "latency_only_of"]
 
 
 class Labelled(Protocol):
@@ -119,3 +123,16 @@ class SpanSource(Protocol):
 
     def ready(self) -> bool:
         """Bound / connected and delivering (for /readyz)."""
+
+
+def latency_only_of(sink: SpanSink) -> LatencyOnly | None:
+    """Which traces the sink lets a source read for latency only (``SpanSink.latency_only``); None:
+    every span is decoded in full."""
+    return sink.latency_only
+
+
+def batch_of(sink: SpanSink) -> AbstractContextManager[object]:
+    """The sink's ``batch()`` scope (submissions inside apply their metric updates together at
+    its end), or a scope that does nothing for a sink without one."""
+    batch = getattr(sink, "batch", None)
+    return batch() if callable(batch) else contextlib.nullcontext()

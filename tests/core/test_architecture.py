@@ -238,7 +238,7 @@ CONFINED = {
     "google.rpc": ("ragmon.ingest.",),
     "opentelemetry.proto": ("ragmon.ingest.",),
     "grpc": ("ragmon.ingest.",),
-    "aiokafka": ("ragmon.ingest.kafka_source", "ragmon.ingest.kafka_dlq", "ragmon.sdk.kafka_exporter"),
+    "aiokafka": ("ragmon.ingest.kafka.", "ragmon.sdk.kafka_exporter"),
     "httpx": ("ragmon.scoring.llm.", "ragmon.demo.runner"),
     "onnx": ("ragmon.scoring.local.", "ragmon.scoring.reader.export"),
     # one shared runner loads every model (the embedder's and the reader's); export quantizes

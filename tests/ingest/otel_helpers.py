@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Tracer
 
-from ragmon.ingest.otlp import decode_export_request
+from ragmon.ingest.decode.otlp import decode_export_request
 from ragmon.types import SpanRecord
 
 _ID_KEYS = ("traceId", "spanId", "parentSpanId")

@@ -13,8 +13,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from ragmon import semconv as sc
 from ragmon.ingest.assembler import ClosedTrace, TraceAssembler
+from ragmon.ingest.decode.otlp import decode_export_request
 from ragmon.ingest.extract import LatencyOnly, latency_keys
-from ragmon.ingest.otlp import decode_export_request
 from ragmon.types import SpanRecord
 from tests.fakes.clock import ManualClock
 

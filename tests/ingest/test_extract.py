@@ -517,7 +517,7 @@ def test_genai_structured_attributes_not_json_strings() -> None:
     (arrays of key-value lists) instead of JSON strings."""
     from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue, KeyValueList
 
-    from ragmon.ingest.otlp import decode_export_request
+    from ragmon.ingest.decode.otlp import decode_export_request
 
     def kv(**fields: Any) -> AnyValue:
         values = []

@@ -39,9 +39,9 @@ import ragmon
 from ragmon import semconv as sc
 from ragmon.agent import Agent
 from ragmon.config import load_agent_config
-from ragmon.ingest import otlp_proto
+from ragmon.ingest.decode import otlp_proto
+from ragmon.ingest.decode.otlp import decode_export_request
 from ragmon.ingest.extract import CONTENT_KEYS, CONTENT_PREFIXES, LatencyOnly, LightSpan, latency_keys, role_of
-from ragmon.ingest.otlp import decode_export_request
 from ragmon.ingest.tally import Tally
 from ragmon.testing import InMemorySource, StaticJudge
 from ragmon.types import SpanRecord

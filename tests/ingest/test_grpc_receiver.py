@@ -25,9 +25,9 @@ from ragmon.config import load_agent_config
 from ragmon.errors import ConfigError
 from ragmon.export.metrics import AgentMetrics
 from ragmon.ingest.composite_source import CompositeSource
-from ragmon.ingest.grpc_receiver import EXPORT_METHOD, SERVICE_NAME, GrpcReceiverSettings, OtlpGrpcReceiver
-from ragmon.ingest.http_receiver import OtlpHttpReceiver
-from ragmon.ingest.settings import HttpReceiverSettings
+from ragmon.ingest.receivers.grpc_receiver import EXPORT_METHOD, SERVICE_NAME, GrpcReceiverSettings, OtlpGrpcReceiver
+from ragmon.ingest.receivers.http_receiver import OtlpHttpReceiver
+from ragmon.ingest.receivers.settings import HttpReceiverSettings
 from ragmon.types import SpanRecord
 from tests.agent.conftest import ScriptedJudge, running_agent
 from tests.helpers.traffic import OtlpTraffic, healthy

@@ -27,7 +27,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 
 from ragmon import semconv as sc
 from ragmon.agent import Agent
-from ragmon.ingest.grpc_receiver import EXPORT_METHOD, SERVICE_NAME
+from ragmon.ingest.receivers.grpc_receiver import EXPORT_METHOD, SERVICE_NAME
 from tests.agent.conftest import ScriptedJudge, running_agent
 from tests.helpers.eventually import eventually
 from tests.helpers.traffic import OtlpTraffic, healthy

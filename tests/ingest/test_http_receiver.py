@@ -23,8 +23,8 @@ from prometheus_client import CollectorRegistry
 from ragmon import semconv as sc
 from ragmon.config import load_agent_config
 from ragmon.export.metrics import AgentMetrics
-from ragmon.ingest.http_receiver import OtlpHttpReceiver
-from ragmon.ingest.settings import HttpReceiverSettings
+from ragmon.ingest.receivers.http_receiver import OtlpHttpReceiver
+from ragmon.ingest.receivers.settings import HttpReceiverSettings
 from ragmon.types import SpanRecord
 from tests.helpers.eventually import eventually
 from tests.ingest.otel_helpers import SpanFactory, to_otlp_json
@@ -261,7 +261,7 @@ async def test_backpressure_answers_503_with_retry_after(running: Running) -> No
 
 
 async def test_each_kind_of_bad_input_is_logged_once(running: Running, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.DEBUG, logger="ragmon.ingest.http_receiver")
+    caplog.set_level(logging.DEBUG, logger="ragmon.ingest.receivers.http_receiver")
     for _ in range(3):
         await running.client.post(running.url, content=b"\xff\xff", headers=PROTO)
         await running.client.post(running.url, content=b"x", headers={"content-type": "text/html"})
@@ -386,7 +386,7 @@ async def test_bodies_in_progress_are_bounded_with_a_retryable_503() -> None:
 
 async def test_internal_error_is_a_500_with_a_status_and_service_goes_on(
         running: Running, monkeypatch: pytest.MonkeyPatch) -> None:
-    import ragmon.ingest.http_receiver as receiver_module
+    import ragmon.ingest.receivers.http_receiver as receiver_module
 
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("injected fault")

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ragmon import semconv as sc
-from ragmon.ingest.kafka_handover import decode, encode
-from ragmon.ingest.kafka_takeover import Takeovers
+from ragmon.ingest.kafka.owner_note import read_note, write_note
+from ragmon.ingest.kafka.takeover import Takeovers
 
 KEY = ("t", 0)
 A, B, C = "a" * 32, "b" * 32, "c" * 32
@@ -34,7 +34,7 @@ def spans_of(*trace_ids: str) -> tuple[list[Span], set[str]]:
 
 def test_traces_the_previous_owner_accounted_for_are_skipped_once_each() -> None:
     t, counts = takeovers()
-    t.receive(KEY, decode(encode(True, 10, [A])[0]))  # a clean hand-off listing A
+    t.receive(KEY, read_note(write_note(True, 10, [A])[0]))  # a clean hand-off listing A
     t.assigned([KEY])
     assert t.active
     for offset in (3, 4):  # A's spans come in two messages: skipped both times, counted once
@@ -46,7 +46,7 @@ def test_traces_the_previous_owner_accounted_for_are_skipped_once_each() -> None
 
 def test_a_periodic_commit_makes_the_re_read_range_suspect_until_the_takeover_highwater() -> None:
     t, counts = takeovers()
-    t.receive(KEY, decode(encode(False, 5, [])[0]))  # its owner may have died after this commit
+    t.receive(KEY, read_note(write_note(False, 5, [])[0]))  # its owner may have died after this commit
     t.assigned([KEY])
     highwater = [8]
     for offset, trace in ((5, A), (6, A), (7, B)):
@@ -100,7 +100,7 @@ def test_a_partition_held_at_start_then_owned_by_an_agent_that_died_uncommitted_
 
 def test_a_revoked_partition_is_forgotten() -> None:
     t, _ = takeovers()
-    t.receive(KEY, decode(encode(False, 5, [A])[0]))
+    t.receive(KEY, read_note(write_note(False, 5, [A])[0]))
     t.assigned([KEY])
     assert t.inherited(KEY) is not None
     t.forget([KEY])

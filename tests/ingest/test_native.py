@@ -67,7 +67,7 @@ def _state_in(root: Path, *modules: str) -> subprocess.CompletedProcess[str]:
 @needs_compiled
 def test_an_edited_source_falls_back_to_pure_python(tmp_path: Path) -> None:
     shutil.copytree(PACKAGE, tmp_path / "ragmon", ignore=shutil.ignore_patterns("__pycache__"))
-    modules = ("ragmon.ingest.otlp_proto", "ragmon.ingest.extract._latency")
+    modules = ("ragmon.ingest.decode.otlp_proto", "ragmon.ingest.extract._latency")
     state, files = _state_in(tmp_path, *modules).stdout.splitlines()
     assert state == "compiled" and all(_is_extension(f) for f in files.split())
 
@@ -77,7 +77,7 @@ def test_an_edited_source_falls_back_to_pure_python(tmp_path: Path) -> None:
     run = _state_in(tmp_path, *modules)
     state, files = run.stdout.splitlines()
     assert state == "pure: stale: ragmon.ingest.extract._values changed since the build"
-    assert files.split() == [str(tmp_path / "ragmon" / "ingest" / "otlp_proto.py"),
+    assert files.split() == [str(tmp_path / "ragmon" / "ingest" / "decode" / "otlp_proto.py"),
                              str(tmp_path / "ragmon" / "ingest" / "extract" / "_latency.py")]
     assert "compiled ingest modules are stale" in run.stderr  # logged once, as a warning
 
@@ -90,11 +90,11 @@ def test_a_module_of_the_list_not_built_reads_as_stale(tmp_path: Path) -> None:
     """A build of an older module list (a module renamed since): the group falls back and
     ``main`` answers 1, so ``make dev-install`` rebuilds."""
     shutil.copytree(PACKAGE, tmp_path / "ragmon", ignore=shutil.ignore_patterns("__pycache__"))
-    for built in (tmp_path / "ragmon" / "ingest").glob("proto_wire.*"):
+    for built in (tmp_path / "ragmon" / "ingest" / "decode").glob("proto_wire.*"):
         if _is_extension(str(built)):
             built.unlink()
     run = _state_in(tmp_path)
-    assert run.stdout.splitlines()[0] == "pure: stale: ragmon.ingest.proto_wire not built"
+    assert run.stdout.splitlines()[0] == "pure: stale: ragmon.ingest.decode.proto_wire not built"
     env = {k: v for k, v in os.environ.items() if k != _native.PURE_ENV} | {"PYTHONPATH": str(tmp_path)}
     code = "import sys; from ragmon.ingest._native import main; sys.exit(main())"
     assert subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True,

@@ -15,7 +15,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from ragmon import semconv as sc
 from ragmon.errors import DecodeError
-from ragmon.ingest.otlp import MAX_ERROR_MESSAGES, decode_export_request, decode_traces_payload
+from ragmon.ingest.decode.otlp import MAX_ERROR_MESSAGES, decode_export_request, decode_traces_payload
 from tests.ingest.otel_helpers import SpanFactory, to_otlp_dict, to_otlp_json
 
 PROTO = "application/x-protobuf"

@@ -14,9 +14,9 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyVa
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from ragmon.errors import DecodeError
-from ragmon.ingest.decoded import DecodedBatch
-from ragmon.ingest.otlp import decode_export_request
-from ragmon.ingest.otlp_json import decode_reference, fast_decode
+from ragmon.ingest.decode.decoded import DecodedBatch
+from ragmon.ingest.decode.otlp import decode_export_request
+from ragmon.ingest.decode.otlp_json import decode_reference, fast_decode
 from tests.ingest.otel_helpers import SpanFactory, to_otlp_dict
 
 

@@ -24,6 +24,8 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from ragmon import semconv as sc
+from ragmon.ingest.decode.otlp import decode_export_request
+from ragmon.ingest.decode.otlp_proto import read_protobuf
 from ragmon.ingest.extract import (
     BOTH,
     CONTENT,
@@ -35,8 +37,6 @@ from ragmon.ingest.extract import (
     latency_keys,
     role_of,
 )
-from ragmon.ingest.otlp import decode_export_request
-from ragmon.ingest.otlp_proto import read_protobuf
 from ragmon.sampling import trace_fraction
 from ragmon.types import SpanRecord
 

@@ -11,7 +11,7 @@ from opentelemetry import trace as otel_trace
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 import ragmon
-from ragmon.ingest.sdk_spans import records_from_sdk_spans
+from ragmon.ingest.decode.sdk_spans import records_from_sdk_spans
 from tests.ingest.otel_helpers import SpanFactory
 
 

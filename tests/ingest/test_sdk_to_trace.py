@@ -16,8 +16,8 @@ from ragmon.config import load_agent_config
 from ragmon.export.metrics import AgentMetrics
 from ragmon.ingest.assembler import ClosedTrace, TraceAssembler
 from ragmon.ingest.extract import content_id
-from ragmon.ingest.http_receiver import OtlpHttpReceiver
-from ragmon.ingest.settings import HttpReceiverSettings
+from ragmon.ingest.receivers.http_receiver import OtlpHttpReceiver
+from ragmon.ingest.receivers.settings import HttpReceiverSettings
 from ragmon.types import SpanRecord
 
 CORPUS = {

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragmon.ingest.offsets import OffsetTracker
+from ragmon.ingest.kafka.offsets import OffsetTracker
 
 P0 = ("spans", 0)
 P1 = ("spans", 1)

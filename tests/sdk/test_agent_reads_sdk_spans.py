@@ -9,8 +9,8 @@ import pytest
 
 import ragmon
 from ragmon import semconv as sc
+from ragmon.ingest.decode.otlp import decode_export_request
 from ragmon.ingest.extract import build_rag_trace
-from ragmon.ingest.otlp import decode_export_request
 
 
 def send_and_decode(endpoint: str, received: list[Any], run: Any, **init: Any) -> Any:

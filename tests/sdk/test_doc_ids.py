@@ -21,8 +21,8 @@ import ragmon.errors
 from ragmon import doc_ids
 from ragmon import semconv as sc
 from ragmon.ingest import extract
+from ragmon.ingest.decode.otlp import decode_export_request
 from ragmon.ingest.extract import ExtractSettings, build_rag_trace
-from ragmon.ingest.otlp import decode_export_request
 from ragmon.sdk import documents
 from tests.ingest.otel_helpers import SpanFactory
 

@@ -54,7 +54,7 @@ judge, with the same rules, from the few attributes that decide them and the mer
 content keys (``_latency``); None when content would decide them (the full extraction does).
 What a reader makes of such a span is defined here too (``_span_view``: ``LightSpan``, and
 ``LatencyOnly``, which says which spans are read so and which of their keys), so that the readers
-in ``ingest/`` import this package and it imports none of them.
+in ``ingest/decode/`` import this package and it imports none of them.
 
 Modules (private; the package's API is the names below):
 

@@ -37,11 +37,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from .. import semconv as sc
-from ..errors import DecodeError
-from ..types import AttrValue, SpanRecord
-from .decoded import FLAG_PARENT_IS_REMOTE, DecodedBatch
-from .extract import (
+from ... import semconv as sc
+from ...errors import DecodeError
+from ...types import AttrValue, SpanRecord
+from ..extract import (
     CONTENT,
     EMPTY_CONTENT,
     EMPTY_DOCS,
@@ -56,6 +55,7 @@ from .extract import (
     file_value,
     key_role,
 )
+from .decoded import FLAG_PARENT_IS_REMOTE, DecodedBatch
 from .proto_values import any_value, attributes, convert_request, file_full_span, span_record
 from .proto_wire import (
     KEY_TAG,

@@ -15,7 +15,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from ..types import AttrValue, SpanEvent, SpanRecord
+from ...types import AttrValue, SpanEvent, SpanRecord
 from .decoded import (
     FLAG_PARENT_IS_REMOTE,
     KIND_NAMES,

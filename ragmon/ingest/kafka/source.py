@@ -6,15 +6,15 @@ Collector's ``kafkaexporter`` writes) and handed to the agent with the delivery 
 in that message is accounted for; only then may the offset be committed, so a crash replays
 unfinished messages instead of losing them (the agent's trace-id dedup absorbs most replays).
 
-Hand-off (``kafka_handover.py``): a partition's offset is committed only below the first
+Hand-off (``owner_note.py``): a partition's offset is committed only below the first
 message of its earliest open trace, with the ids of the traces accounted for beyond it in the
 commit's metadata. On revocation or stop the agent forgets the open traces of the partition
-unjudged (``handover.hand_over``); the next owner reads their messages again, skips the listed
-traces and judges every other trace whole, once.
+unjudged (``hand_over``: the sink's ``hand_over_where``); the next owner reads their messages
+again, skips the listed traces and judges every other trace whole, once (``takeover.py``).
 
 Flow control: while ``sink.backpressure()`` is True every assigned partition is paused
 (``consumer.pause``) and the consumer keeps polling, so the group membership stays alive and
-nothing is buffered without bound. Poison messages are counted, optionally dead-lettered (``kafka_dlq.py``) and
+nothing is buffered without bound. Poison messages are counted, optionally dead-lettered (``dead_letters.py``) and
 released at once: a partition never stalls on them. A broker outage is retried with backoff
 and logged once.
 """
@@ -34,20 +34,19 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaError
 from aiokafka.helpers import create_ssl_context
 
-from .. import semconv as sc
-from ..backoff import Backoff
-from ..closing import close_quietly
-from ..errors import ConfigError, DecodeError
-from .handover import batch_of, hand_over, latency_only_of, unaccounted
-from .kafka_dlq import DeadLetters
-from .kafka_handover import decode, encode
-from .kafka_takeover import Takeovers
-from .kafka_wait import WaitingFilter
+from ... import semconv as sc
+from ...backoff import Backoff
+from ...closing import close_quietly
+from ...errors import ConfigError, DecodeError
+from ..decode.otlp import decode_traces_payload
+from ..source import KafkaSourceMetrics, LatencyOnly, SpanSink, batch_of, latency_only_of
+from ..tally import Tally
+from .dead_letters import DeadLetters
 from .offsets import OffsetTracker, PartitionKey
-from .otlp import decode_traces_payload
+from .owner_note import read_note, write_note
 from .settings import KafkaSourceSettings
-from .source import KafkaSourceMetrics, LatencyOnly, SpanSink
-from .tally import Tally
+from .takeover import Takeovers
+from .waiting import WaitingFilter
 
 log = logging.getLogger("ragmon.kafka")
 
@@ -123,7 +122,7 @@ class KafkaSource:
         self._client_opts = kafka_client_options(config)  # fail fast on bad security settings
         self._tracker = OffsetTracker()
         self._sink: SpanSink | None = None
-        self._latency_only: LatencyOnly | None = None  # the sink's (handover.latency_only_of)
+        self._latency_only: LatencyOnly | None = None  # the sink's (source.latency_only_of)
         self._consumer: AIOKafkaConsumer | None = None
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
@@ -379,7 +378,7 @@ class KafkaSource:
                 if inherited is not None and inherited.end > end:  # it had read further than we did
                     end = inherited.end
                     taken |= inherited.taken
-                meta, unlisted = encode(final, end, taken)
+                meta, unlisted = write_note(final, end, taken)
                 if final and unlisted:
                     self._metrics.kafka_handover.labels(sc.HANDOVER_UNLISTED).inc(unlisted)
                     self._log_once("unlisted", "kafka: %d accounted traces of %s[%d] did not fit in the commit "
@@ -451,13 +450,13 @@ class KafkaSource:
             # no record of these is handed out before the previous owner's hand-over is known
             self._loading = set(assigned)
             try:
-                await self._load_handover(assigned)
+                await self._read_owner_notes(assigned)
             finally:
                 self._loading = set()
             self._takeovers.assigned((tp.topic, tp.partition) for tp in assigned)
         self._assigned = set(assigned)
 
-    async def _load_handover(self, assigned: set[TopicPartition]) -> None:
+    async def _read_owner_notes(self, assigned: set[TopicPartition]) -> None:
         """Read what the previous owners committed with their offsets (before any record of
         these partitions is handed out: the listener runs before the next fetch)."""
         try:
@@ -477,7 +476,7 @@ class KafkaSource:
                            "traces they accounted for may be judged again", exc)
             return
         for tp in assigned:
-            self._takeovers.receive((tp.topic, tp.partition), decode(getattr(committed.get(tp), "metadata", None)))
+            self._takeovers.receive((tp.topic, tp.partition), read_note(getattr(committed.get(tp), "metadata", None)))
 
     # --- lag ------------------------------------------------------------------------------------
     async def _update_lag(self, consumer: AIOKafkaConsumer) -> None:
@@ -532,6 +531,28 @@ async def stop_consumer(consumer: AIOKafkaConsumer) -> None:
     """Stop ``consumer`` whatever it raises; when aiokafka's stop fails half-way (see ``ragmon.closing``)
     its connections are closed here, through the one private attribute it offers for them."""
     await close_quietly(consumer.stop, 30, "kafka consumer", connections=lambda: consumer._client.close())
+
+
+async def hand_over(sink: SpanSink, predicate: Callable[[Hashable], bool], timeout_s: float) -> set[str]:
+    """A Kafka partition goes to another agent: the sink's ``hand_over_where`` (open traces of it
+    forgotten unjudged, returned), or ``flush_where`` for a sink without one (nothing handed on)."""
+    hand = getattr(sink, "hand_over_where", None)
+    if hand is None:
+        await sink.flush_where(predicate, timeout_s)
+        return set()
+    return set(await hand(predicate, timeout_s))
+
+
+def unaccounted(sink: SpanSink, trace_ids: set[str]) -> set[str]:
+    """Which of ``trace_ids`` the sink has not accounted for yet (a sink that cannot tell: all)."""
+    ask = getattr(sink, "unaccounted", None)
+    if ask is None:
+        return trace_ids
+    try:
+        return set(ask(trace_ids))
+    except Exception:  # a broken probe lists nothing as taken: duplicates, never a loss
+        log.debug("sink.unaccounted() failed", exc_info=True)
+        return trace_ids
 
 
 def _fmt(keys: set[PartitionKey]) -> str:

@@ -1,4 +1,5 @@
-"""What one owner of a Kafka partition tells the next: the offset commit's metadata string.
+"""The owner note: what one owner of a Kafka partition tells the next, in the metadata string
+of its offset commit.
 
 An owner commits offset ``N`` only below the first message of its earliest open trace
 (``offsets.py``), so the next owner re-reads ``[N, end)``: the open traces whole, and beside them
@@ -29,7 +30,7 @@ ID_CHARS = 11
 
 
 @dataclass(frozen=True)
-class Handover:
+class OwnerNote:
     clean: bool  # a hand-off wrote it (h), not a periodic commit (p)
     end: int  # one past the last offset the writer had read
     taken: frozenset[str]  # short ids of traces it accounted for in the re-read range
@@ -43,7 +44,7 @@ def short_id(trace_id: str) -> str:
         return trace_id[:ID_CHARS]
 
 
-def encode(clean: bool, end: int, trace_ids: Iterable[str], limit: int = MAX_METADATA_BYTES) -> tuple[str, int]:
+def write_note(clean: bool, end: int, trace_ids: Iterable[str], limit: int = MAX_METADATA_BYTES) -> tuple[str, int]:
     """The metadata string, and how many ids did not fit."""
     head = f"{PREFIX};{'h' if clean else 'p'};{end};"
     room = max(0, (limit - len(head)) // ID_CHARS)
@@ -51,8 +52,8 @@ def encode(clean: bool, end: int, trace_ids: Iterable[str], limit: int = MAX_MET
     return head + "".join(ids[:room]), max(0, len(ids) - room)
 
 
-def decode(metadata: str | None) -> Handover | None:
-    """The hand-over a commit carries; None for none, another writer's or a damaged string."""
+def read_note(metadata: str | None) -> OwnerNote | None:
+    """The owner note a commit carries; None for none, another writer's or a damaged string."""
     if not metadata or not metadata.startswith(PREFIX + ";"):
         return None
     parts = metadata.split(";", 3)
@@ -67,4 +68,4 @@ def decode(metadata: str | None) -> Handover | None:
     except (binascii.Error, ValueError):
         return None
     taken = frozenset(body[i:i + ID_CHARS] for i in range(0, len(body), ID_CHARS))
-    return Handover(parts[1] == "h", int(parts[2]), taken)
+    return OwnerNote(parts[1] == "h", int(parts[2]), taken)

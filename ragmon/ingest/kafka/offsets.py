@@ -9,7 +9,7 @@ transaction markers), so the tracker never assumes ``offset + 1`` is the next me
 
 It also remembers which trace ids each message at or after the safe offset held
 (``note_traces``): the range a partition's next owner will read again. The Kafka source lists the
-accounted ones among them in the offset commit's metadata (``ingest/kafka_handover.py``).
+accounted ones among them in the offset commit's metadata (``kafka/owner_note.py``).
 """
 
 from __future__ import annotations

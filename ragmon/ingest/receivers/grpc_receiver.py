@@ -45,15 +45,14 @@ from google.protobuf import duration_pb2
 from google.rpc import error_details_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
-from .. import semconv as sc
-from .._log import LogOnce
-from .._security import BearerToken
-from ..errors import ConfigError, DecodeError
+from ... import semconv as sc
+from ..._log import LogOnce
+from ..._security import BearerToken
+from ...errors import ConfigError, DecodeError
+from ..decode.otlp import CONTENT_TYPE_PROTOBUF, SpanBatch, decode_export_request
+from ..source import LatencyOnly, SourceMetrics, SpanSink, latency_only_of
 from .admission import ExportAdmission
-from .handover import latency_only_of
 from .http_receiver import RETRY_AFTER_S
-from .otlp import CONTENT_TYPE_PROTOBUF, SpanBatch, decode_export_request
-from .source import LatencyOnly, SourceMetrics, SpanSink
 
 __all__ = ["GrpcReceiverSettings", "OtlpGrpcReceiver"]
 
@@ -103,7 +102,7 @@ class OtlpGrpcReceiver:
         self._metrics = metrics
         self._log_once = LogOnce(log)
         self._sink: SpanSink | None = None
-        self._latency_only: LatencyOnly | None = None  # the sink's (handover.latency_only_of)
+        self._latency_only: LatencyOnly | None = None  # the sink's (source.latency_only_of)
         self._server: Any = None  # grpc.aio.Server
         self._port: int | None = None
         self._accepting = False
@@ -234,7 +233,7 @@ class OtlpGrpcReceiver:
             raise _Refusal(grpc.StatusCode.INTERNAL, "internal error while decoding the request") from None
         del request
 
-        busy = await self._admission.hand_over(sink, batch)
+        busy = await self._admission.submit(sink, batch)
         if busy is not None:
             raise _Refusal(grpc.StatusCode.UNAVAILABLE, busy.message, retry=True)
         return _export_response(batch)

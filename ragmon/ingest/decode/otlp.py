@@ -12,10 +12,10 @@ from __future__ import annotations
 import zlib
 from typing import overload
 
-from .. import semconv as sc
-from ..errors import DecodeError
+from ... import semconv as sc
+from ...errors import DecodeError
+from ..extract import LatencyOnly
 from .decoded import MAX_ERROR_MESSAGES, DecodedBatch, SpanBatch
-from .extract import LatencyOnly
 from .otlp_json import read_json
 from .otlp_proto import read_protobuf
 

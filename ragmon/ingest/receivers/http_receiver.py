@@ -33,7 +33,7 @@ in ``ragmon_spans_received_total`` and bad input in ``ragmon_dropped_total{reaso
 of bad input is logged once. Large bodies are decoded in a worker thread, one at a time (the
 decoded Python objects of a 16 MiB body are several times its size: decoding them all at once
 would multiply the peak memory); spans are handed to the sink on the loop in slices of
-``handover.SUBMIT_SLICE`` with a yield between them, so one 250,000-span export never stalls the loop
+``admission.SUBMIT_SLICE`` with a yield between them, so one 250,000-span export never stalls the loop
 (liveness probes, other exports). Exports are submitted one at a time, so admission and
 submission cannot interleave.
 """
@@ -52,15 +52,14 @@ from google.protobuf.message import Message
 from google.rpc import status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from .. import semconv as sc
-from .._log import LogOnce
-from .._security import BearerToken, server_ssl_context
-from ..errors import ConfigError, DecodeError
+from ... import semconv as sc
+from ..._log import LogOnce
+from ..._security import BearerToken, server_ssl_context
+from ...errors import ConfigError, DecodeError
+from ..decode.otlp import CONTENT_TYPE_JSON, CONTENT_TYPE_PROTOBUF, SpanBatch, decode_export_request, media_type
+from ..source import LatencyOnly, SourceMetrics, SpanSink, latency_only_of
 from .admission import Busy, ExportAdmission
-from .handover import latency_only_of
-from .otlp import CONTENT_TYPE_JSON, CONTENT_TYPE_PROTOBUF, SpanBatch, decode_export_request, media_type
 from .settings import HttpReceiverSettings
-from .source import LatencyOnly, SourceMetrics, SpanSink
 
 __all__ = ["TRACES_PATH", "OtlpHttpReceiver"]
 
@@ -106,7 +105,7 @@ class OtlpHttpReceiver:
         self._metrics = metrics
         self._log_once = LogOnce(log)
         self._sink: SpanSink | None = None
-        self._latency_only: LatencyOnly | None = None  # the sink's (handover.latency_only_of)
+        self._latency_only: LatencyOnly | None = None  # the sink's (source.latency_only_of)
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
         self._accepting = False
@@ -267,7 +266,7 @@ class OtlpHttpReceiver:
             return _status_response(500, _RPC_INTERNAL, "internal error while decoding the request",
                                     response_type)
 
-        busy = await self._admission.hand_over(sink, batch)
+        busy = await self._admission.submit(sink, batch)
         if busy is not None:
             return _retry_later(busy, response_type)
         return _export_response(batch, response_type)

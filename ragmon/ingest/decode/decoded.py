@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final, Protocol
 
-from ..types import SpanRecord
-from .extract import LightSpan
+from ...types import SpanRecord
+from ..extract import LightSpan
 
 __all__ = [
     "FLAG_PARENT_IS_REMOTE",

@@ -15,7 +15,7 @@ from typing import Any
 from aiokafka import AIOKafkaProducer, ConsumerRecord
 from aiokafka.errors import KafkaError
 
-from ..closing import close_quietly
+from ...closing import close_quietly
 
 #: Dead-letter headers: why the message was refused and where it came from.
 DLQ_ERROR_HEADER = "ragmon.error"

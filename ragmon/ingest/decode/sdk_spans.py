@@ -15,7 +15,7 @@ from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
 
-from ..types import AttrValue, SpanEvent, SpanRecord
+from ...types import AttrValue, SpanEvent, SpanRecord
 from .decoded import MAX_ANY_VALUE_DEPTH
 
 _MAX_DEPTH = MAX_ANY_VALUE_DEPTH  # deeper values are dropped, as the decoder does

@@ -5,18 +5,30 @@ against the judge backlog, and hand its spans to the sink.
 A refusal is a ``Busy``: the export was not taken and the client should send it again later. Each
 receiver answers it in its own protocol (OTLP/HTTP: 503 with ``Retry-After``; OTLP/gRPC:
 ``UNAVAILABLE`` with ``RetryInfo``), so an export is never answered OK and then dropped.
+
+Both ask before they accept (``admits``, ``backpressure``: the OTLP spec's 503/UNAVAILABLE with
+a retry hint must come *before* the exporter is told "accepted") and then submit the spans in
+slices, yielding to the event loop between them, so one huge export never keeps health probes
+and other requests waiting. A broken probe never takes a receiver down: it admits.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Final
 
-from .. import semconv as sc
-from .._log import LogOnce
-from .handover import admits, backpressure, submit_in_slices
-from .otlp import SpanBatch
-from .source import SourceMetrics, SpanSink
+from ... import semconv as sc
+from ..._log import LogOnce
+from ...types import SpanRecord
+from ..decode.otlp import SpanBatch
+from ..source import LightSpan, SourceMetrics, SpanSink
+
+log = logging.getLogger(__name__)
+
+SUBMIT_SLICE: Final = 2_000  # spans handed to the sink between two yields to the event loop
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +66,7 @@ class ExportAdmission:
             return Busy("agent is busy; retry later")
         return None
 
-    async def hand_over(self, sink: SpanSink, batch: SpanBatch) -> Busy | None:
+    async def submit(self, sink: SpanSink, batch: SpanBatch) -> Busy | None:
         """Count the batch's malformed spans, admit its traces and submit its spans; the request is
         counted (ok, partial, throttled or rejected) either way."""
         if batch.rejected_spans:
@@ -79,3 +91,29 @@ class ExportAdmission:
                     return Busy("agent failed to accept spans")
         self.count(sc.OUTCOME_PARTIAL if batch.rejected_spans else sc.OUTCOME_OK)
         return None
+
+
+def admits(sink: SpanSink, spans: Sequence[SpanRecord | LightSpan]) -> bool:
+    """The sink's admission check for this export (``SpanSink.admit``)."""
+    try:
+        return bool(sink.admit(spans))
+    except Exception:  # a broken admission probe must not take the receiver down
+        log.debug("sink.admit() failed", exc_info=True)
+        return True
+
+
+def backpressure(sink: SpanSink) -> bool:
+    """Whether the sink wants the source to pause (``SpanSink.backpressure``)."""
+    try:
+        return bool(sink.backpressure())
+    except Exception:  # a broken back-pressure probe must not take the receiver down
+        log.debug("sink.backpressure() failed", exc_info=True)
+        return False
+
+
+async def submit_in_slices(sink: SpanSink, spans: Sequence[SpanRecord | LightSpan]) -> None:
+    """Hand ``spans`` over in slices of ``SUBMIT_SLICE``, yielding to the loop between them."""
+    for start in range(0, len(spans), SUBMIT_SLICE):
+        if start:
+            await asyncio.sleep(0)
+        sink.submit(spans[start:start + SUBMIT_SLICE], None)

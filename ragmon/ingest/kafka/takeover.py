@@ -1,5 +1,5 @@
 """The new owner's side of a Kafka partition hand-off: what each taken-over partition inherited
-(``kafka_handover.Handover``, read from the previous owner's commit metadata) and what that
+(``owner_note.OwnerNote``, read from the previous owner's commit metadata) and what that
 means for the records re-read after it.
 
 - Traces the previous owner listed as accounted for are left out (counted once each as
@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from .. import semconv as sc
-from .kafka_handover import Handover, short_id
+from ... import semconv as sc
 from .offsets import PartitionKey
+from .owner_note import OwnerNote, short_id
 
 Count = Callable[[str, int], None]  # (hand-over kind, traces): the ragmon_kafka_handover_traces_total counter
 
@@ -29,7 +29,7 @@ class Takeovers:
 
     def __init__(self, count: Count) -> None:
         self._count = count
-        self._inherited: dict[PartitionKey, Handover] = {}
+        self._inherited: dict[PartitionKey, OwnerNote] = {}
         self._skipped: dict[PartitionKey, set[str]] = {}
         # until (the highwater at the takeover, read with the first re-read record) and the trace ids counted
         self._suspect: dict[PartitionKey, tuple[int | None, set[str]]] = {}
@@ -45,19 +45,19 @@ class Takeovers:
         """Some partition still has traces to skip or a suspect range: records need ``filter``."""
         return bool(self._inherited or self._suspect)
 
-    def inherited(self, key: PartitionKey) -> Handover | None:
+    def inherited(self, key: PartitionKey) -> OwnerNote | None:
         return self._inherited.get(key)
 
-    def receive(self, key: PartitionKey, handover: Handover | None) -> None:
+    def receive(self, key: PartitionKey, note: OwnerNote | None) -> None:
         """What the previous owner of ``key`` committed (None: no commit, or another writer's)."""
-        if handover is None:
+        if note is None:
             if self._ever_assigned and key not in self._held:
                 # taken over in a rebalance, and its owner never committed: it may have judged
                 # traces before dying; re-reading them counts as redelivered (an upper bound)
                 self._suspect[key] = (None, set())
             return
-        self._inherited[key] = handover
-        if not handover.clean:  # its owner may have died after this commit
+        self._inherited[key] = note
+        if not note.clean:  # its owner may have died after this commit
             self._suspect[key] = (None, set())
 
     def assigned(self, keys: Iterable[PartitionKey]) -> None:

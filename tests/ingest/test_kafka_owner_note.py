@@ -1,12 +1,12 @@
 """The hand-off's bookkeeping without a broker: the commit metadata's format and bounds
-(``kafka_handover``), and the trace ids of the re-read range (``OffsetTracker.traces_from_safe``)."""
+(``kafka.owner_note``), and the trace ids of the re-read range (``OffsetTracker.traces_from_safe``)."""
 
 from __future__ import annotations
 
 import random
 
-from ragmon.ingest.kafka_handover import ID_CHARS, MAX_METADATA_BYTES, decode, encode, short_id
-from ragmon.ingest.offsets import OffsetTracker
+from ragmon.ingest.kafka.offsets import OffsetTracker
+from ragmon.ingest.kafka.owner_note import ID_CHARS, MAX_METADATA_BYTES, read_note, short_id, write_note
 
 KEY = ("t", 0)
 
@@ -18,23 +18,23 @@ def ids(n: int, seed: int = 1) -> list[str]:
 
 def test_round_trip() -> None:
     traces = ids(20)
-    meta, left = encode(True, 1234, traces)
-    handover = decode(meta)
-    assert left == 0 and handover is not None
-    assert handover.clean and handover.end == 1234
-    assert handover.taken == {short_id(t) for t in traces}
-    periodic = decode(encode(False, 7, [])[0])
+    meta, left = write_note(True, 1234, traces)
+    note = read_note(meta)
+    assert left == 0 and note is not None
+    assert note.clean and note.end == 1234
+    assert note.taken == {short_id(t) for t in traces}
+    periodic = read_note(write_note(False, 7, [])[0])
     assert periodic is not None and not periodic.clean and periodic.taken == frozenset()
 
 
 def test_metadata_stays_under_the_brokers_default_limit_and_counts_what_does_not_fit() -> None:
     traces = ids(1000)
-    meta, left = encode(True, 99, traces)
+    meta, left = write_note(True, 99, traces)
     assert len(meta.encode()) <= MAX_METADATA_BYTES < 4096
-    handover = decode(meta)
-    assert handover is not None
-    assert len(handover.taken) + left == 1000
-    assert len(handover.taken) >= 350
+    note = read_note(meta)
+    assert note is not None
+    assert len(note.taken) + left == 1000
+    assert len(note.taken) >= 350
 
 
 def test_short_ids_are_64_bits_of_the_trace_id() -> None:
@@ -47,7 +47,7 @@ def test_short_ids_are_64_bits_of_the_trace_id() -> None:
 
 def test_other_or_damaged_metadata_is_ignored() -> None:
     for meta in (None, "", "someone else's", "ragmon1;x;1;", "ragmon1;h;-1;", "ragmon1;h;5;abc", "ragmon1;h;5"):
-        assert decode(meta) is None
+        assert read_note(meta) is None
 
 
 def test_the_re_read_range_holds_the_traces_of_messages_from_the_safe_offset() -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import struct
 from typing import Final
 
-from ..types import AttrValue
+from ...types import AttrValue
 
 __all__ = [
     "ATTRIBUTE_TAG", "KEY_TAG", "VALUE_TAG", "Unexpected", "attribute_value", "event_name", "fixed32", "fixed64",

@@ -28,8 +28,8 @@ from typing import Any
 from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from ..errors import DecodeError
-from ..types import AttrValue, SpanEvent, SpanRecord
+from ...errors import DecodeError
+from ...types import AttrValue, SpanEvent, SpanRecord
 from .decoded import (
     FLAG_PARENT_IS_REMOTE,
     MAX_ANY_VALUE_DEPTH,

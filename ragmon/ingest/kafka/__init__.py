@@ -1,0 +1,15 @@
+"""The Kafka source: OTLP messages from a consumer group, at least once. aiokafka stays in here.
+
+A partition's *hand-off* between agents has two sides: the owner that gives it up forgets its
+open traces unjudged (the sink's ``hand_over_where``) and commits below them with an *owner note*
+in the commit's metadata (the traces it already accounted for); the agent that takes it over reads
+the note and skips those traces (*takeover*).
+
+- ``source``         ``KafkaSource``: the consumer loop, flow control, commits, rebalances
+- ``offsets``        which offsets are safe to commit (compiled: ``ingest/_native.py``)
+- ``owner_note``     the owner note: what one owner tells the next in its commit's metadata
+- ``takeover``       the new owner's side: what it inherited and what to skip or count
+- ``dead_letters``   the dead-letter topic for refused (poison, oversize) messages
+- ``waiting``        aiokafka's start-up waits (topic, coordinator) logged as one line
+- ``settings``       the Kafka source's settings section
+"""
