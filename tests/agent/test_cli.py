@@ -13,13 +13,8 @@ import httpx
 
 from ragmon import semconv as sc
 from ragmon.config import AGENT_SETTINGS
+from tests.helpers.net import free_port
 from tests.helpers.traffic import OtlpTraffic, healthy
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _ragmon(*args: str, env: dict | None = None, **kw):
@@ -74,7 +69,7 @@ def test_busy_ports_fail_with_one_line_naming_the_setting():
         busy.listen()
         port = str(busy.getsockname()[1])
         for which, other in (("metrics", "receiver"), ("receiver", "metrics")):
-            out = _ragmon("agent", f"--{which}-port", port, f"--{other}-port", str(_free_port()))
+            out = _ragmon("agent", f"--{which}-port", port, f"--{other}-port", str(free_port()))
             assert out.returncode == 2, out.stderr
             lines = [line for line in out.stderr.splitlines() if line.strip()]
             assert "Traceback" not in out.stderr, out.stderr
@@ -117,7 +112,7 @@ ragmon.flush(3000)
 def test_base_url_with_v1_traces_is_a_counted_and_explained_404():
     """The newcomer's mistake: OTEL_EXPORTER_OTLP_ENDPOINT=.../v1/traces (the exporter appends
     /v1/traces again). The app says so in one line; the agent counts the request and explains."""
-    rport, mport = _free_port(), _free_port()
+    rport, mport = free_port(), free_port()
     proc = _start_agent(rport, mport)
     try:
         app = subprocess.run([sys.executable, "-c", _APP], capture_output=True, text=True, timeout=60,
@@ -140,7 +135,7 @@ def test_base_url_with_v1_traces_is_a_counted_and_explained_404():
 
 
 def test_sigterm_stops_gracefully_with_exit_zero():
-    rport, mport = _free_port(), _free_port()
+    rport, mport = free_port(), free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "ragmon", "agent", "--receiver-port", str(rport), "--metrics-port", str(mport)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -176,7 +171,7 @@ async def test_agent_process_scores_with_the_llm_judge_given_on_the_command_line
     from tests.fakes.openai_server import FakeOpenAI
     from tests.helpers.scrape import scrape
 
-    rport, mport = _free_port(), _free_port()
+    rport, mport = free_port(), free_port()
     async with FakeOpenAI() as server:
         env = {**os.environ, "RAGMON_JUDGE_API_KEY": "sk-cli-test"}
         proc = subprocess.Popen(  # noqa: ASYNC220  # starts the agent and returns; the fake LLM serves on this loop

@@ -18,26 +18,21 @@ import httpx
 import pytest
 
 from ragmon import semconv as sc
+from tests.helpers.net import free_port
 from tests.helpers.scrape import Scrape
 
 SERVICE = {"service": "ragmon-demo"}
 EXIT_TIMEOUT_S = 150  # 8 s of traffic, then flushing and judging what is left, on a busy 2-core box
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _start_demo(tmp_path: Path, *args: str) -> tuple[subprocess.Popen[str], int, Path]:
-    metrics_port = _free_port()
+    metrics_port = free_port()
     summary = tmp_path / "summary.json"
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "NO_COLOR": "1"}
     env.pop("RAGMON_SAMPLER_RATE", None)
     proc = subprocess.Popen(
         [sys.executable, "-m", "ragmon", "demo", "--metrics-port", str(metrics_port),
-         "--receiver-port", str(_free_port()), "--summary-json", str(summary), *args],
+         "--receiver-port", str(free_port()), "--summary-json", str(summary), *args],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
     )
     return proc, metrics_port, summary

@@ -283,7 +283,7 @@ def test_grouping_key() -> None:
 
 
 def test_push_to_a_closed_port_raises_a_clear_error() -> None:
-    from tests.ops.stack import free_port
+    from tests.helpers.net import free_port
 
     url = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(pushgateway.PushgatewayError) as caught:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -19,6 +18,7 @@ import httpx
 
 from ragmon import semconv as sc
 from tests.helpers.eventually import eventually_sync
+from tests.helpers.net import free_port
 from tests.helpers.scrape import Scrape
 from tests.ingest.otel_helpers import SpanFactory
 
@@ -46,12 +46,6 @@ def rag_trace(f: SpanFactory, *, pipeline: str = "faq", question: str = "How do 
     with f.tracer.start_as_current_span("rag", attributes=root), \
             f.tracer.start_as_current_span("search", attributes=search):
         pass
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass

@@ -23,7 +23,8 @@ from ragmon import semconv as sc
 from ragmon.config import load_agent_config
 from ragmon.errors import ConfigError
 from tests.agent.conftest import ScriptedJudge, running_agent
-from tests.hostile._support import ROOT, free_port, rag_trace
+from tests.helpers.net import free_port
+from tests.hostile._support import ROOT, rag_trace
 from tests.ingest.otel_helpers import SpanFactory
 
 TOKEN = "s3cret-token"

@@ -30,6 +30,7 @@ from ragmon.agent import Agent
 from ragmon.ingest.receivers.grpc_receiver import EXPORT_METHOD, SERVICE_NAME
 from tests.agent.conftest import ScriptedJudge, running_agent
 from tests.helpers.eventually import eventually
+from tests.helpers.net import free_port
 from tests.helpers.traffic import OtlpTraffic, healthy
 from tests.ingest.otel_helpers import SpanFactory
 
@@ -158,16 +159,10 @@ async def test_tls_and_token_together_over_grpc(pki: Pki) -> None:
 
 
 # --- rotel: OTLP/HTTP in, OTLP/gRPC over TLS out, to the agent ---------------------------------------------
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextlib.contextmanager
 def rotel_relay(agent_grpc: str, log: Path) -> Iterator[str]:
     """rotel with its OTLP exporter in gRPC mode (its default), over TLS, with the bearer token."""
-    http_port, grpc_port = _free_port(), _free_port()
+    http_port, grpc_port = free_port(), free_port()
     cmd = [
         str(ROTEL), "start",
         "--otlp-http-endpoint", f"127.0.0.1:{http_port}",

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ from aiokafka import AIOKafkaConsumer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from ragmon import semconv as sc
+from tests.helpers.net import free_port
 from tests.helpers.scrape import scrape
 
 from .agent_helpers import Accounting, accounting_from_scrape
@@ -30,14 +30,8 @@ pytestmark = pytest.mark.kafka
 PARTITIONS = 2
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def start_agent(bootstrap: str, topic: str, group: str, log: Path) -> tuple[subprocess.Popen[bytes], int]:
-    port = _free_port()
+    port = free_port()
     cmd = [sys.executable, "-m", "ragmon", "agent", "--source", "kafka", "--kafka-bootstrap-servers", bootstrap,
            "--kafka-topics", topic, "--kafka-group-id", group, "--metrics-port", str(port),
            "--judge", "local", "--sample-rate", "1.0", "--judge-concurrency", "2",

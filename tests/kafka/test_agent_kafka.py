@@ -24,6 +24,7 @@ from prometheus_client import CollectorRegistry
 from ragmon import semconv as sc
 from ragmon.agent import Agent
 from ragmon.quality import ONLINE_NAMES
+from tests.helpers.net import free_port
 from tests.helpers.scrape import scrape
 from tests.helpers.traffic import OtlpTraffic
 
@@ -81,16 +82,10 @@ async def test_round_trip_sdk_exporter_broker_agent_metrics(kafka: Broker, topic
     assert len(sent) == 6
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextlib.contextmanager
 def rotel_collector(bootstrap: str, topic: str, fmt: str, log_dir: Path) -> Iterator[str]:
     """rotel (a Rust OpenTelemetry collector): OTLP/HTTP receiver -> Kafka exporter."""
-    http_port, grpc_port = _free_port(), _free_port()
+    http_port, grpc_port = free_port(), free_port()
     cmd = [str(ROTEL), "start", "--otlp-http-endpoint", f"127.0.0.1:{http_port}",
            "--otlp-grpc-endpoint", f"127.0.0.1:{grpc_port}", "--exporter", "kafka",
            "--kafka-exporter-brokers", bootstrap, "--kafka-exporter-traces-topic", topic,

@@ -31,10 +31,10 @@ from aiokafka import AIOKafkaConsumer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from ragmon import semconv as sc
+from tests.helpers.net import free_port
 from tests.helpers.scrape import scrape
 
 from .conftest import REPO, Broker, OtelCollector, create_topic, eventually
-from .test_agent_crash import _free_port
 
 pytestmark = pytest.mark.kafka
 
@@ -48,7 +48,7 @@ class AgentProc:
 
     def __init__(self, name: str, bootstrap: str, topic: str, group: str, work: Path) -> None:
         self.name = name
-        self.port = _free_port()
+        self.port = free_port()
         self.judged = work / f"judged-{name}.jsonl"
         self.log = work / f"agent-{name}.log"
         cmd = [sys.executable, "-m", "ragmon", "agent", "--source", "kafka", "--kafka-bootstrap-servers", bootstrap,

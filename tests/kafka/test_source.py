@@ -269,11 +269,9 @@ async def _lag_partitions(metrics: AgentMetrics) -> set[str]:
 
 
 def test_exporter_never_blocks_and_counts_drops_when_the_broker_is_down() -> None:
-    import socket
+    from tests.helpers.net import free_port
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        dead = f"127.0.0.1:{s.getsockname()[1]}"  # closed when the block ends: nobody listens
+    dead = f"127.0.0.1:{free_port()}"  # nobody listens
     exporter = KafkaSpanExporter(dead, topic="nowhere", max_buffer_spans=30)
     traffic = SpansTo(exporter, batch=False)
     for i in range(20):  # 60 spans into a 30-span buffer
@@ -378,7 +376,7 @@ def _warnings_logged(logger_name: str) -> Iterator[list[str]]:
 
 async def test_sasl_plain_against_a_real_broker(tmp_path) -> None:
     """SASL/PLAIN end to end: the agent's settings authenticate; a wrong password is refused."""
-    from kafka_broker import free_port
+    from tests.helpers.net import free_port
 
     from .conftest import BOOT_TIMEOUT_S, KafkaBroker
 
@@ -430,7 +428,7 @@ async def test_scram_sha_512_over_tls_against_a_real_broker(tmp_path) -> None:
     """SASL_SSL with SCRAM-SHA-512 (what managed Kafka services use): the SDK exporter and the
     agent's source authenticate and verify the broker's certificate from their CA file; a wrong
     password, or a client that does not trust the certificate, is refused and consumes nothing."""
-    from kafka_broker import free_port
+    from tests.helpers.net import free_port
 
     from .conftest import BOOT_TIMEOUT_S, KafkaBroker
 

@@ -7,7 +7,6 @@ Every wait is bounded; a process that does not come up fails the test with its l
 from __future__ import annotations
 
 import re
-import socket
 import subprocess
 import time
 from collections.abc import Callable
@@ -17,15 +16,11 @@ from typing import Any, TypeVar
 import httpx
 import yaml
 
+from tests.helpers.net import free_port
+
 from .conftest import RULES, require_binary
 
 T = TypeVar("T")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait_for(check: Callable[[], T | None], timeout_s: float, what: str, interval_s: float = 0.5) -> T:

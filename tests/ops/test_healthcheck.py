@@ -16,7 +16,7 @@ import pytest
 import trustme
 
 from tests.agent.conftest import ScriptedJudge, running_agent
-from tests.hostile._support import free_port
+from tests.helpers.net import free_port
 
 from .conftest import REPO
 

@@ -4,7 +4,6 @@ noise, and exits within the documented flush bound (``EXIT_FLUSH_MILLIS``)."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import textwrap
@@ -16,6 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from ragmon.sdk import setup
+from tests.helpers.net import free_port
 
 APP = textwrap.dedent("""
     import logging, sys
@@ -43,13 +43,6 @@ APP = textwrap.dedent("""
 """)
 
 
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
-
-
 def run_app(endpoint: str, *args: str) -> tuple[float, subprocess.CompletedProcess[str]]:
     env = {"PATH": "/usr/bin:/bin", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": endpoint, "PYTHONUNBUFFERED": "1"}
     started = time.monotonic()
@@ -71,7 +64,7 @@ def test_agent_down_one_clear_line_and_bounded_exit(flush_first: bool) -> None:
     # a baseline: the same interpreter starting and importing everything, agent irrelevant
     base_s, base = run_app("http://127.0.0.1:1/v1/traces", "0")
     assert base.returncode == 0, base.stderr
-    elapsed, done = run_app(f"http://127.0.0.1:{closed_port()}/v1/traces", "50", *(["flush"] if flush_first else []))
+    elapsed, done = run_app(f"http://127.0.0.1:{free_port()}/v1/traces", "50", *(["flush"] if flush_first else []))
     assert done.returncode == 0, done.stderr
     assert "app done" in done.stdout
     # exit delayed by at most the documented flush time (asserted under 2x it, over the baseline)

@@ -4,7 +4,6 @@ and real OTLP/HTTP bytes to a real HTTP server."""
 from __future__ import annotations
 
 import gzip
-import socket
 import sys
 import types
 from collections.abc import Iterator, Sequence
@@ -29,6 +28,7 @@ import ragmon
 from ragmon import semconv as sc
 from ragmon.errors import ConfigError
 from ragmon.sdk import _runtime, setup
+from tests.helpers.net import free_port
 
 
 @ragmon.retriever
@@ -299,9 +299,7 @@ def test_real_kafka_exporter_with_an_unreachable_broker_never_blocks_the_app(no_
     pytest.importorskip("aiokafka")
     from ragmon.sdk.kafka_exporter import KafkaSpanExporter
 
-    with socket.socket() as sock:  # a port nobody listens on
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()  # nobody listens on it
     ragmon.init(exporter="kafka", bootstrap_servers=f"127.0.0.1:{port}", set_global=False)
     exporter = setup.active_exporter()
     assert isinstance(exporter, KafkaSpanExporter) and exporter.bootstrap_servers == f"127.0.0.1:{port}"
