@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 
 from .. import semconv as sc
-from ..ingest.assembler import AnySpan, ClosedTrace
+from ..ingest.closed_trace import AnySpan, ClosedTrace
 from ..sampling.sampler import is_negative_feedback
 from ..types import RagTrace
 from ._state import AgentState

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import cast
 
-from ..ingest.assembler import AnySpan
+from ..ingest.closed_trace import AnySpan
 from ..sampling import in_sample
 from ..sampling.power import PipelinePlan
 from ..scoring.llm.budget import budget_traces_per_s

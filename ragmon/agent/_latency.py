@@ -19,7 +19,7 @@ from typing import Any, TypeGuard
 
 from .. import semconv as sc
 from ..export.latency import SlidingQuantile
-from ..ingest.assembler import ClosedTrace
+from ..ingest.closed_trace import ClosedTrace
 from ..ingest.extract import ExtractSettings, LatencyOnly, LatencyTrace, latency_keys
 from ..sampling import fraction_in_sample, in_sample
 from ..sampling.sampler import is_negative_feedback

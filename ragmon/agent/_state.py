@@ -20,7 +20,8 @@ from ..export.metrics import AgentMetrics
 from ..export.releases import ReleaseTracker
 from ..export.server import MetricsServer
 from ..export.worst import WorstTraces
-from ..ingest.assembler import ClosedTrace, TraceAssembler
+from ..ingest.assembler import TraceAssembler
+from ..ingest.closed_trace import ClosedTrace
 from ..ingest.source import SpanSource
 from ..ingest.tally import Tally
 from ..sampling.power import JudgeCost, PowerSampler

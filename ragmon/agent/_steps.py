@@ -11,7 +11,8 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 
 from .. import semconv as sc
 from ..errors import JudgeBudgetExceeded, JudgeError
-from ..ingest.assembler import REASON_MISSING, AnySpan, ClosedTrace, notable_spans
+from ..ingest.assembler import notable_spans
+from ..ingest.closed_trace import REASON_MISSING, AnySpan, ClosedTrace
 from ..quality import is_failing
 from ..sampling.sampler import SampleDecision, judgeable_skip_reason
 from ..scoring import claim_verdicts

@@ -16,6 +16,8 @@ Modules:
                        how a source reads it (``latency_only_of``, ``batch_of``)
 - ``composite_source`` several sources run as one (the HTTP and gRPC receivers side by side)
 - ``assembler``        trace-id window; closes traces
+- ``closed_trace``     what it closes: ``ClosedTrace``, its ``RagTrace`` built (at once or when asked), the
+                       text bound
 - ``tally``            a batch's metric updates, applied together
 - ``_native``          the compiled (mypyc) hot path, or its pure-Python source
 """

@@ -46,7 +46,8 @@ COMPILED_MODULES = (
     "ragmon.ingest.decode.otlp_proto",  # the protobuf reader ...
     "ragmon.ingest.decode.proto_wire",  # ... and the wire format it reads
     "ragmon.ingest.extract._span_view",  # the span view it makes
-    "ragmon.ingest.assembler",
+    "ragmon.ingest.assembler",  # the trace-id window ...
+    "ragmon.ingest.closed_trace",  # ... and what it closes
     "ragmon.ingest.extract._latency",  # the latency-only view of a trace
     "ragmon.ingest.extract._latency_docs",
     "ragmon.ingest.extract._view",

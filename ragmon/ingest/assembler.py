@@ -35,19 +35,13 @@ ordered dict re-ordered on activity, so the stalest is always first. The same ho
 grace queue (constant grace, so deadlines are in insertion order). ``close_where`` scans the
 open traces; it is meant for rare events such as a Kafka partition revocation.
 
-Text handed on is bounded too (``max_text_chars``): the judge's memory grows with the text it
-reads (a single 6 MB document took the local judge past a 768 MiB container limit), so the
-question, the answer and the documents in rank order are cut to that many characters in all
-after extraction (which still sees whole spans). ``ClosedTrace.text_truncated`` says whether
-that happened; the agent counts it as ``text_truncated`` when it hands the trace to the judge.
-
 Spans read for latency only (``extract.LightSpan``: a trace outside the judging sample) are
 held like any other; a trace made of them alone closes with its ``LatencyTrace``
-(``extract.latency_trace``) and builds its ``RagTrace`` only when asked (a priority rule picked it
-for the judge: ``ClosedTrace.trace``). A trace with any fully decoded span, or whose latency-only
-fields depend on its text (``latency_trace`` returns None), is built in full at once, by the same
-``_FullBuild`` (a light span is completed there: ``LightSpan.to_record``). ``path_counts`` counts
-both kinds (``light`` / ``full`` traces, ``light_spans``).
+(``extract.latency_trace``) and builds its ``RagTrace`` only when asked (``closed_trace.py``).
+A trace with any fully decoded span, or whose latency-only fields depend on its text
+(``latency_trace`` returns None), is built in full at once. ``path_counts`` counts both kinds
+(``light`` / ``full`` traces, ``light_spans``). What a closed trace holds, how its ``RagTrace`` is
+built and how its text is bounded (``max_text_chars``) is ``closed_trace.py``'s.
 
 ``add_spans`` adds a submission's spans in order; a trace that comes whole in it (its spans
 together, the first root last, nothing open or recently closed under its id, no grace, room to
@@ -62,7 +56,6 @@ whose spans were all dropped (late, duplicate) touches no open trace: ``holds_to
 from __future__ import annotations
 
 import collections
-import dataclasses
 import logging
 import time
 from collections import OrderedDict
@@ -70,67 +63,22 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import NamedTuple
 
 from .. import semconv as sc
-from ..types import Document, RagTrace, SpanRecord
-from .extract import ExtractSettings, LatencyTrace, LightSpan, build_rag_trace, latency_trace
+from .closed_trace import (
+    REASON_EVICTED,
+    REASON_FLUSH,
+    REASON_MISSING,
+    REASON_ROOT,
+    REASON_TIMEOUT,
+    AnySpan,
+    ClosedTrace,
+    FullBuild,
+)
+from .extract import ExtractSettings, LightSpan, latency_trace
 
-__all__ = [
-    "REASON_EVICTED",
-    "REASON_FLUSH",
-    "REASON_MISSING",
-    "REASON_ROOT",
-    "REASON_TIMEOUT",
-    "AddedSpans",
-    "AnySpan",
-    "ClosedTrace",
-    "TraceAssembler",
-    "notable_spans",
-]
+__all__ = ["AddedSpans", "TraceAssembler", "notable_spans"]
 
 log = logging.getLogger(__name__)
 
-REASON_ROOT = "root"
-REASON_TIMEOUT = "timeout"
-REASON_EVICTED = "evicted"
-REASON_FLUSH = "flush"
-REASON_MISSING = "missing_spans"  # the root came, but not every span its counts announce
-
-
-class ClosedTrace:
-    """A closed trace: its ``RagTrace`` (built on first access when ``latency`` is set: from its
-    ``spans`` by the assembler's ``_FullBuild``), the delivery ``tokens`` of every submission that
-    had spans of it, and why it closed (``reason``: root | timeout | evicted | flush)."""
-
-    __slots__ = ("_full", "_spans", "_trace", "_truncated", "complete", "latency", "reason", "tokens", "trace_id")
-
-    def __init__(self, trace: RagTrace | None = None, tokens: frozenset[Hashable] = frozenset(),
-                 reason: str = REASON_FLUSH, *, trace_id: str | None = None, latency: LatencyTrace | None = None,
-                 spans: list[AnySpan] | None = None, full: _FullBuild | None = None, complete: bool = True,
-                 text_truncated: bool = False) -> None:
-        if trace is None and (spans is None or full is None):
-            raise ValueError("ClosedTrace needs a trace, or its spans and the build that makes it")
-        self._trace, self._spans, self._full, self._truncated = trace, spans, full, text_truncated
-        self.complete = complete
-        self.trace_id: str = trace_id if trace_id is not None else trace.trace_id  # type: ignore[union-attr]
-        self.tokens = tokens
-        self.reason = reason
-        self.latency = latency  # set for a trace read for latency only (all spans LightSpans)
-
-    @property
-    def trace(self) -> RagTrace:
-        if self._trace is None:
-            assert self._full is not None and self._spans is not None
-            self._trace, self._truncated = self._full.build(self.trace_id, self._spans, self.complete)
-            self._spans = self._full = None
-        return self._trace
-
-    @property
-    def text_truncated(self) -> bool:
-        """Whether the trace's text was cut to ``max_text_chars`` (builds the trace)."""
-        self.trace  # noqa: B018  # built on first access
-        return self._truncated
-
-
-AnySpan = SpanRecord | LightSpan
 
 
 class AddedSpans(NamedTuple):
@@ -206,7 +154,7 @@ class TraceAssembler:
         self._max_bytes = max_buffered_bytes
         self._buffered = 0
         self._extract = extract_settings  # pipeline naming, document-id keys (None: defaults)
-        self._full_build = _FullBuild(extract_settings, max_text_chars)
+        self._full_build = FullBuild(extract_settings, max_text_chars)
         self.drop_counts: collections.Counter[str] = collections.Counter()
         # traces closed read for latency only ("light") or built in full ("full"), and the light
         # spans of the former; traces closed whole as they came (add_spans: "whole_traces"): what
@@ -450,58 +398,6 @@ class TraceAssembler:
         self._full += 1
         trace, truncated = self._full_build.build(trace_id, spans, complete)
         return ClosedTrace(trace=trace, tokens=tokens, reason=reason, complete=complete, text_truncated=truncated)
-
-
-class _FullBuild:
-    """A trace's ``RagTrace`` from its spans: light spans completed (``LightSpan.to_record``), the
-    full extraction, the text bound (``max_text_chars``)."""
-
-    def __init__(self, settings: ExtractSettings | None, max_text_chars: int | None) -> None:
-        self._settings = settings
-        self._max_text = max_text_chars
-        self._failed_logged = False
-
-    def build(self, trace_id: str, spans: list[AnySpan], complete: bool) -> tuple[RagTrace, bool]:
-        """The ``RagTrace``, and whether its text was cut to ``max_text_chars``."""
-        records = [s.to_record() if isinstance(s, LightSpan) else s for s in spans]
-        try:
-            trace = build_rag_trace(records, complete=complete, settings=self._settings)
-        except Exception:  # extraction must never lose a trace; keep what is certain
-            if not self._failed_logged:
-                self._failed_logged = True
-                log.exception("could not extract a RAG trace from trace %s; kept with minimal fields", trace_id)
-            first = min(records, key=lambda s: s.start_time_ns)
-            return RagTrace(trace_id=trace_id, service=first.service_name or sc.UNKNOWN_LABEL, pipeline=first.name,
-                            start_time_ns=first.start_time_ns, complete=complete, span_count=len(records)), False
-        bounded = trace if self._max_text is None else bound_text(trace, self._max_text)
-        return bounded, bounded is not trace
-
-
-def bound_text(trace: RagTrace, limit: int) -> RagTrace:
-    """``trace`` with question, answer and document contents cut to ``limit`` characters in all:
-    the question and the answer first (each to at most half of it), then the documents in rank
-    order (a document beyond the budget keeps its id and score, its text becomes empty). Returns
-    ``trace`` itself when nothing had to be cut."""
-    total = len(trace.question or "") + len(trace.answer or "") + sum(len(d.content or "") for d in trace.documents)
-    if total <= limit:
-        return trace
-    left = limit
-    question = _cut(trace.question, min(left, limit // 2))
-    left -= len(question or "")
-    answer = _cut(trace.answer, min(left, limit // 2))
-    left -= len(answer or "")
-    documents: list[Document] = []
-    for doc in trace.documents:
-        content = _cut(doc.content, left)
-        left -= len(content or "")
-        documents.append(doc if content is doc.content else dataclasses.replace(doc, content=content))
-    return dataclasses.replace(trace, question=question, answer=answer, documents=tuple(documents))
-
-
-def _cut(text: str | None, limit: int) -> str | None:
-    if text is None or len(text) <= limit:
-        return text
-    return text[:max(0, limit)]
 
 
 def _marks_pipeline(span: AnySpan) -> bool:

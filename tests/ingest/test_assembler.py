@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from ragmon import semconv as sc
-from ragmon.ingest.assembler import ClosedTrace, TraceAssembler
+from ragmon.ingest.assembler import TraceAssembler
+from ragmon.ingest.closed_trace import ClosedTrace
 from ragmon.types import SpanRecord
 from tests.fakes.clock import ManualClock
 from tests.ingest.otel_helpers import SpanFactory

@@ -6,7 +6,7 @@ open traces without closing them (``drop_where``)."""
 from __future__ import annotations
 
 from ragmon import semconv as sc
-from ragmon.ingest.assembler import REASON_MISSING, REASON_ROOT
+from ragmon.ingest.closed_trace import REASON_MISSING, REASON_ROOT
 from tests.fakes.clock import ManualClock
 
 from .test_assembler import make, span

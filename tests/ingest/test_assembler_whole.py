@@ -12,7 +12,8 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from ragmon import semconv as sc
-from ragmon.ingest.assembler import ClosedTrace, TraceAssembler
+from ragmon.ingest.assembler import TraceAssembler
+from ragmon.ingest.closed_trace import ClosedTrace
 from ragmon.ingest.decode.otlp import decode_export_request
 from ragmon.ingest.extract import LatencyOnly, latency_keys
 from ragmon.types import SpanRecord

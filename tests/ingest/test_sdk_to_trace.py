@@ -14,7 +14,8 @@ import ragmon
 from ragmon import semconv as sc
 from ragmon.config import load_agent_config
 from ragmon.export.metrics import AgentMetrics
-from ragmon.ingest.assembler import ClosedTrace, TraceAssembler
+from ragmon.ingest.assembler import TraceAssembler
+from ragmon.ingest.closed_trace import ClosedTrace
 from ragmon.ingest.extract import content_id
 from ragmon.ingest.receivers.http_receiver import OtlpHttpReceiver
 from ragmon.ingest.receivers.settings import HttpReceiverSettings

@@ -20,9 +20,10 @@ from ragmon import semconv as sc
 from ragmon.config import load_agent_config
 from ragmon.errors import ConfigError
 from ragmon.export.metrics import AgentMetrics
+from ragmon.ingest.kafka.connection import kafka_client_options
 from ragmon.ingest.kafka.dead_letters import DLQ_ERROR_HEADER, DLQ_OFFSET_HEADER
 from ragmon.ingest.kafka.settings import KafkaSourceSettings
-from ragmon.ingest.kafka.source import KafkaSource, kafka_client_options
+from ragmon.ingest.kafka.source import KafkaSource
 from ragmon.sdk.kafka_exporter import KafkaSpanExporter
 
 from .conftest import Broker, CollectingSink, committed_offsets, create_topic, eventually, read_all

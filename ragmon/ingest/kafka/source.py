@@ -6,17 +6,17 @@ Collector's ``kafkaexporter`` writes) and handed to the agent with the delivery 
 in that message is accounted for; only then may the offset be committed, so a crash replays
 unfinished messages instead of losing them (the agent's trace-id dedup absorbs most replays).
 
-Hand-off (``owner_note.py``): a partition's offset is committed only below the first
-message of its earliest open trace, with the ids of the traces accounted for beyond it in the
-commit's metadata. On revocation or stop the agent forgets the open traces of the partition
-unjudged (``hand_over``: the sink's ``hand_over_where``); the next owner reads their messages
-again, skips the listed traces and judges every other trace whole, once (``takeover.py``).
+Hand-off (``handoff.py``): a partition's offset is committed only below the first message of
+its earliest open trace, with the ids of the traces accounted for beyond it in the commit's
+metadata (``owner_note.py``). On revocation or stop the agent forgets the open traces of the
+partition unjudged (the sink's ``hand_over_where``); the next owner reads their messages again,
+skips the listed traces and judges every other trace whole, once (``takeover.py``).
 
 Flow control: while ``sink.backpressure()`` is True every assigned partition is paused
 (``consumer.pause``) and the consumer keeps polling, so the group membership stays alive and
-nothing is buffered without bound. Poison messages are counted, optionally dead-lettered (``dead_letters.py``) and
-released at once: a partition never stalls on them. A broker outage is retried with backoff
-and logged once.
+nothing is buffered without bound. Poison messages are counted, optionally dead-lettered
+(``dead_letters.py``) and released at once: a partition never stalls on them. A broker outage is
+retried with backoff and logged once (``connection.BrokerHealth``).
 """
 
 from __future__ import annotations
@@ -30,23 +30,22 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from aiokafka.abc import ConsumerRebalanceListener
-from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaError
-from aiokafka.helpers import create_ssl_context
 
 from ... import semconv as sc
 from ...backoff import Backoff
-from ...closing import close_quietly
-from ...errors import ConfigError, DecodeError
+from ...errors import DecodeError
 from ..decode.otlp import decode_traces_payload
 from ..source import KafkaSourceMetrics, LatencyOnly, SpanSink, batch_of, latency_only_of
 from ..tally import Tally
+from .connection import BrokerHealth, kafka_client_options, stop_consumer
 from .dead_letters import DeadLetters
+from .handoff import PartitionHandoff
 from .offsets import OffsetTracker, PartitionKey
-from .owner_note import read_note, write_note
 from .settings import KafkaSourceSettings
-from .takeover import Takeovers
 from .waiting import WaitingFilter
+
+__all__ = ["KafkaSource"]
 
 log = logging.getLogger("ragmon.kafka")
 
@@ -58,43 +57,6 @@ _MAX_RECORDS = 500
 _LAG_INTERVAL_S = 1.0
 _BACKOFF_MIN_S = 0.5
 _BACKOFF_MAX_S = 10.0
-_PROBE_TIMEOUT_S = 2.0
-_COMMIT_TIMEOUT_S = 10.0
-
-
-def kafka_client_options(config: KafkaSourceSettings) -> dict[str, Any]:
-    """aiokafka connection/security keyword arguments from the agent settings.
-
-    Raises ``ConfigError`` for combinations that cannot work (SASL without credentials)."""
-    protocol = config.kafka_security_protocol.upper()
-    opts: dict[str, Any] = {
-        "bootstrap_servers": config.kafka_bootstrap_servers,
-        "security_protocol": protocol,
-    }
-    if protocol in ("SSL", "SASL_SSL"):
-        try:
-            opts["ssl_context"] = create_ssl_context(
-                cafile=config.kafka_ssl_cafile,
-                certfile=config.kafka_ssl_certfile,
-                keyfile=config.kafka_ssl_keyfile,
-            )
-        except (OSError, ValueError) as exc:
-            raise ConfigError("--kafka-ssl-cafile / RAGMON_KAFKA_SSL_CAFILE",
-                              f"cannot load TLS files: {exc}") from exc
-    elif config.kafka_ssl_cafile or config.kafka_ssl_certfile:
-        raise ConfigError("--kafka-security-protocol / RAGMON_KAFKA_SECURITY_PROTOCOL",
-                          f"TLS files are set but the protocol is {protocol}; use SSL or SASL_SSL")
-    if protocol.startswith("SASL_"):
-        mechanism = (config.kafka_sasl_mechanism or "").upper()
-        if not mechanism:
-            raise ConfigError("--kafka-sasl-mechanism / RAGMON_KAFKA_SASL_MECHANISM",
-                              f"required with {protocol}")
-        if not (config.kafka_sasl_username and config.kafka_sasl_password):
-            raise ConfigError("--kafka-sasl-username / RAGMON_KAFKA_SASL_USERNAME",
-                              f"username and password are required with {protocol}")
-        opts.update(sasl_mechanism=mechanism, sasl_plain_username=config.kafka_sasl_username,
-                    sasl_plain_password=config.kafka_sasl_password)
-    return opts
 
 
 class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]  # aiokafka ships no type stubs
@@ -127,36 +89,28 @@ class KafkaSource:
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self._connected = False
-        self._outage = False
+        self._health = BrokerHealth(config.kafka_bootstrap_servers)
+        self._log_once = self._health.log_once
         self._paused_since: float | None = None
-        self._last_commit = clock()
         self._last_lag = 0.0
         self._lag_labels: set[PartitionKey] = set()
-        # What the rebalance listener last handed us; aiokafka's own view lags behind during a
-        # rebalance, and records or lag of a revoked partition must not be touched meanwhile.
-        self._assigned: set[TopicPartition] = set()
-        self._loading: set[TopicPartition] = set()  # assigned, the previous owner's hand-over being read
-        self._logged: set[str] = set()
+        self._handoff = PartitionHandoff(config, self._client_opts, metrics, self._tracker, self._health, clock)
+        self._takeovers = self._handoff.takeovers  # (read per record)
         self._dead_letters = DeadLetters(config.kafka_dead_letter_topic, self._client_opts,
                                          lambda r: self._tracker.release((r.topic, r.partition), r.offset),
                                          self._log_once)
-        self._commit_lock = asyncio.Lock()
         self._topic_counters: dict[str, Any] = {}
         self._spans_counter = metrics.spans_received.labels(self.name)
         self._ok_counter = metrics.requests_received.labels(self.name, "ok")
         self._tally = Tally()  # per-message counts, applied once per partition batch
         self._waiting = WaitingFilter(config.kafka_topics, config.kafka_group_id)
-        self._admin: AIOKafkaAdminClient | None = None  # reads the previous owner's commit metadata
-        # per assigned partition: what its previous owner handed over, and the metadata last committed
-        self._takeovers = Takeovers(lambda kind, n: metrics.kafka_handover.labels(kind).inc(n))
-        self._meta_sent: dict[PartitionKey, str] = {}
 
     # --- SpanSource -------------------------------------------------------------------------
     async def start(self, sink: SpanSink) -> None:
         """Begin consuming in the background; returns at once even when the broker is down."""
         if self._task is not None:
             return
-        self._sink = sink
+        self._sink = self._handoff.sink = sink
         self._latency_only = latency_only_of(sink)
         self._stopping = False
         self._waiting.install()
@@ -173,20 +127,12 @@ class KafkaSource:
             await task
         consumer, self._consumer = self._consumer, None
         if consumer is not None and self._sink is not None and self._connected:
-            handed: set[str] = set()
-            try:
-                handed = await hand_over(self._sink, lambda tok: True, self._config.shutdown_grace_s)
-            except Exception as exc:  # noqa: BLE001  # stopping goes on; offsets stay where they are
-                self._log_once("handover", "kafka: handing traces over on stop failed: %r", exc)
-            await self._commit(consumer, final=True, handed=handed)
-            log.info("kafka: stopping: %d open trace(s) left whole to the partitions' next owner", len(handed))
+            await self._handoff.give_up_all(consumer)
         await self._dead_letters.drain()
         if consumer is not None:
             await stop_consumer(consumer)
         await self._dead_letters.stop()
-        if self._admin is not None:
-            await close_quietly(self._admin.close, 10, "kafka admin client")
-            self._admin = None
+        await self._handoff.close()
         self._account_pause()
         self._connected = False
         self._waiting.remove()
@@ -197,7 +143,7 @@ class KafkaSource:
         self._tracker.release_token(token)
 
     def ready(self) -> bool:
-        return self._connected and not self._outage and not self._stopping
+        return self._connected and not self._health.outage and not self._stopping
 
     # --- main loop ----------------------------------------------------------------------------
     async def _run(self) -> None:
@@ -208,12 +154,12 @@ class KafkaSource:
                 if self._consumer is None:
                     await self._connect()
                     attempt = 0
-                    self._recovered()
+                    self._health.recovered()
                 await self._poll_once()
             except asyncio.CancelledError:
                 raise
             except KafkaError as exc:
-                self._on_outage(exc)
+                self._health.on_outage(exc)
                 await asyncio.sleep(backoff.delay(attempt))
                 attempt += 1
             except Exception as exc:  # noqa: BLE001  # one bad iteration never kills the source
@@ -249,8 +195,8 @@ class KafkaSource:
         self._apply_backpressure(consumer)
         batches = await consumer.getmany(timeout_ms=_POLL_TIMEOUT_MS, max_records=_MAX_RECORDS)
         for tp, records in batches.items():
-            if tp not in self._assigned:
-                if tp in self._loading and records:  # assigned, its hand-over not read yet: later
+            if tp not in self._handoff.assigned:
+                if tp in self._handoff.loading and records:  # assigned, its owner note not read yet: later
                     consumer.seek(tp, records[0].offset)
                 continue  # revoked while we were busy: its next owner reads these again
             # one partition's records as one batch: metric updates applied once at its end
@@ -267,10 +213,10 @@ class KafkaSource:
                 self._tally.flush()
             await asyncio.sleep(0)  # let releases and the judge run between partitions
         if batches:
-            self._recovered()
+            self._health.recovered()
         now = self._clock()
-        if now - self._last_commit >= self._config.kafka_commit_interval_s:
-            await self._commit(consumer)
+        if now - self._handoff.last_commit >= self._config.kafka_commit_interval_s:
+            await self._handoff.commit(consumer)
         if now - self._last_lag >= _LAG_INTERVAL_S or batches:
             self._last_lag = now
             await self._update_lag(consumer)
@@ -354,133 +300,26 @@ class KafkaSource:
                        f"; writing it to {self._dead_letters.topic}" if self._dead_letters.writing else "")
         self._dead_letters.refuse(record, reason, error)
 
-    # --- offsets --------------------------------------------------------------------------------
-    async def _commit(self, consumer: AIOKafkaConsumer, keys: set[PartitionKey] | None = None, *,
-                      final: bool = False, handed: set[str] | None = None) -> None:
-        """Commit the safe offsets, each with its hand-over metadata. ``final``: a hand-off
-        (revocation, stop): every partition read is committed, ``handed`` are the traces given on
-        unjudged; otherwise those that moved or whose metadata changed, the unaccounted traces
-        asked of the sink."""
-        self._last_commit = self._clock()
-        async with self._commit_lock:
-            if keys is None:
-                keys = {(tp.topic, tp.partition) for tp in self._assigned}
-            moved = self._tracker.to_commit(keys)
-            offsets: dict[PartitionKey, int] = {}
-            metadata: dict[PartitionKey, str] = {}
-            for key in keys:
-                safe, end, ids = self._tracker.traces_from_safe(key)
-                if safe is None or end is None:
-                    continue
-                pending = (handed or set()) if final else unaccounted(self._sink, ids) if self._sink else ids
-                inherited = self._takeovers.inherited(key)
-                taken = ids - pending
-                if inherited is not None and inherited.end > end:  # it had read further than we did
-                    end = inherited.end
-                    taken |= inherited.taken
-                meta, unlisted = write_note(final, end, taken)
-                if final and unlisted:
-                    self._metrics.kafka_handover.labels(sc.HANDOVER_UNLISTED).inc(unlisted)
-                    self._log_once("unlisted", "kafka: %d accounted traces of %s[%d] did not fit in the commit "
-                                   "metadata; its next owner judges them again", unlisted, *key)
-                if final or key in moved or (taken and meta != self._meta_sent.get(key)):
-                    offsets[key], metadata[key] = safe, meta
-            if not offsets:
-                await self._probe(consumer)
-                return
-            try:
-                # aiokafka retries a commit until the coordinator answers: bound it, so an
-                # outage cannot wedge the poll loop or stop(); the next round commits again.
-                await asyncio.wait_for(
-                    consumer.commit({TopicPartition(t, p): (o, metadata[(t, p)]) for (t, p), o in offsets.items()}),
-                    timeout=_COMMIT_TIMEOUT_S)
-            except (KafkaError, TimeoutError) as exc:
-                # Not fatal: the same (or a later) offset is committed next time; a rebalance
-                # meanwhile means the new owner re-reads from the last committed offset.
-                self._metrics.kafka_commits.labels("error").inc()
-                self._on_outage(exc)
-                return
-            self._tracker.committed(offsets)
-            self._meta_sent.update(metadata)
-            self._metrics.kafka_commits.labels("ok").inc()
-            self._recovered()
-
-    async def _probe(self, consumer: AIOKafkaConsumer) -> None:
-        """Nothing to commit: ask the group coordinator something cheap instead, so that an
-        outage is noticed (readiness, one log line) even while no messages flow."""
-        if not self._assigned:
-            return
-        tp = next(iter(self._assigned))
-        try:
-            await asyncio.wait_for(consumer.committed(tp), timeout=_PROBE_TIMEOUT_S)
-        except (TimeoutError, KafkaError) as exc:
-            self._on_outage(exc)
-            return
-        self._recovered()
-
+    # --- rebalances ----------------------------------------------------------------------------
     async def _on_revoked(self, revoked: set[TopicPartition]) -> None:
         self._metrics.kafka_rebalances.labels("revoked").inc()
         keys = {(tp.topic, tp.partition) for tp in revoked}
-        self._assigned -= set(revoked)  # the poll loop stops handing out their records now
+        self._handoff.assigned -= set(revoked)  # the poll loop stops handing out their records now
         for key in keys:
             self._drop_lag(*key)
-        if not keys:
-            return
-        log.info("kafka: partitions revoked: %s", _fmt(keys))
-        handed: set[str] = set()
-        if self._sink is not None:
-            try:
-                handed = await hand_over(self._sink, lambda tok: isinstance(tok, tuple) and tok[:2] in keys,
-                                         self._config.shutdown_grace_s)
-            except Exception as exc:  # noqa: BLE001  # revocation must go on; offsets stay uncommitted
-                self._log_once("flush", "kafka: handing over traces of revoked partitions failed: %r", exc)
-        if self._consumer is not None:
-            await self._commit(self._consumer, keys, final=True, handed=handed)
-        log.info("kafka: handed over %s: %d open trace(s) left whole to the next owner", _fmt(keys), len(handed))
-        self._tracker.forget(keys)
-        self._takeovers.forget(keys)
-        for key in keys:
-            self._meta_sent.pop(key, None)
+        if keys:
+            await self._handoff.give_up(self._consumer, keys)
 
     async def _on_assigned(self, assigned: set[TopicPartition]) -> None:
         self._metrics.kafka_rebalances.labels("assigned").inc()
         if assigned:
             self._waiting.over()
-            log.info("kafka: partitions assigned: %s", _fmt({(tp.topic, tp.partition) for tp in assigned}))
-            # no record of these is handed out before the previous owner's hand-over is known
-            self._loading = set(assigned)
-            try:
-                await self._read_owner_notes(assigned)
-            finally:
-                self._loading = set()
-            self._takeovers.assigned((tp.topic, tp.partition) for tp in assigned)
-        self._assigned = set(assigned)
-
-    async def _read_owner_notes(self, assigned: set[TopicPartition]) -> None:
-        """Read what the previous owners committed with their offsets (before any record of
-        these partitions is handed out: the listener runs before the next fetch)."""
-        try:
-            if self._admin is None:
-                admin = AIOKafkaAdminClient(client_id="ragmon-agent-handover", **self._client_opts)
-                try:
-                    await asyncio.wait_for(admin.start(), timeout=_COMMIT_TIMEOUT_S)
-                except BaseException:
-                    await close_quietly(admin.close, 10, "kafka admin client")
-                    raise
-                self._admin = admin
-            committed = await asyncio.wait_for(
-                self._admin.list_consumer_group_offsets(self._config.kafka_group_id, partitions=list(assigned)),
-                timeout=_COMMIT_TIMEOUT_S)
-        except Exception as exc:  # noqa: BLE001  # without it: traces in the re-read range may be judged twice
-            self._log_once("handover-read", "kafka: could not read the previous owners' commit metadata (%r); "
-                           "traces they accounted for may be judged again", exc)
-            return
-        for tp in assigned:
-            self._takeovers.receive((tp.topic, tp.partition), read_note(getattr(committed.get(tp), "metadata", None)))
+        # no record of these is handed out before the previous owners' notes are read
+        await self._handoff.take_over(assigned)
 
     # --- lag ------------------------------------------------------------------------------------
     async def _update_lag(self, consumer: AIOKafkaConsumer) -> None:
-        for tp in list(self._assigned):
+        for tp in list(self._handoff.assigned):
             highwater = consumer.highwater(tp)
             if highwater is None:
                 continue
@@ -488,7 +327,7 @@ class KafkaSource:
                 position = await asyncio.wait_for(consumer.position(tp), timeout=1.0)
             except (TimeoutError, KafkaError, AssertionError):
                 continue
-            if tp not in self._assigned:
+            if tp not in self._handoff.assigned:
                 continue  # revoked while we waited: its label set is already gone
             self._metrics.kafka_lag.labels(tp.topic, str(tp.partition)).set(max(0, highwater - position))
             self._lag_labels.add((tp.topic, tp.partition))
@@ -498,25 +337,6 @@ class KafkaSource:
         with contextlib.suppress(KeyError):
             self._metrics.kafka_lag.remove(topic, str(partition))
 
-    # --- logging --------------------------------------------------------------------------------
-    def _on_outage(self, exc: BaseException) -> None:
-        if not self._outage:
-            self._outage = True
-            log.warning("kafka: broker %s unavailable or failing, retrying with backoff: %r",
-                        self._config.kafka_bootstrap_servers, exc)
-
-    def _recovered(self) -> None:
-        if self._outage:
-            self._outage = False
-            log.info("kafka: broker %s reachable again", self._config.kafka_bootstrap_servers)
-
-    def _log_once(self, key: str, msg: str, *args: Any, exc_info: bool = False) -> None:
-        if key in self._logged:
-            log.debug(msg, *args)
-            return
-        self._logged.add(key)
-        log.warning(msg, *args, exc_info=exc_info)
-
     # --- introspection (tests, /readyz) ---------------------------------------------------------
     @property
     def pending_messages(self) -> int:
@@ -525,35 +345,3 @@ class KafkaSource:
 
     def safe_offsets(self) -> dict[PartitionKey, int | None]:
         return {key: self._tracker.safe_offset(key) for key in self._tracker.partitions()}
-
-
-async def stop_consumer(consumer: AIOKafkaConsumer) -> None:
-    """Stop ``consumer`` whatever it raises; when aiokafka's stop fails half-way (see ``ragmon.closing``)
-    its connections are closed here, through the one private attribute it offers for them."""
-    await close_quietly(consumer.stop, 30, "kafka consumer", connections=lambda: consumer._client.close())
-
-
-async def hand_over(sink: SpanSink, predicate: Callable[[Hashable], bool], timeout_s: float) -> set[str]:
-    """A Kafka partition goes to another agent: the sink's ``hand_over_where`` (open traces of it
-    forgotten unjudged, returned), or ``flush_where`` for a sink without one (nothing handed on)."""
-    hand = getattr(sink, "hand_over_where", None)
-    if hand is None:
-        await sink.flush_where(predicate, timeout_s)
-        return set()
-    return set(await hand(predicate, timeout_s))
-
-
-def unaccounted(sink: SpanSink, trace_ids: set[str]) -> set[str]:
-    """Which of ``trace_ids`` the sink has not accounted for yet (a sink that cannot tell: all)."""
-    ask = getattr(sink, "unaccounted", None)
-    if ask is None:
-        return trace_ids
-    try:
-        return set(ask(trace_ids))
-    except Exception:  # a broken probe lists nothing as taken: duplicates, never a loss
-        log.debug("sink.unaccounted() failed", exc_info=True)
-        return trace_ids
-
-
-def _fmt(keys: set[PartitionKey]) -> str:
-    return ", ".join(f"{t}[{p}]" for t, p in sorted(keys))
