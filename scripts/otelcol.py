@@ -2,8 +2,10 @@
 """A real OpenTelemetry Collector for tests, CI and the shipped configs' checks.
 
 Builds ``scripts/otelcol/`` (main.go over ``otelcol.NewCommand``: the OTLP receiver, the
-memory limiter and batch processors, the contrib Kafka exporter; versions pinned in its go.mod
-and go.sum) with the Go toolchain into a cache directory, once per source: the binary's name
+memory limiter and batch processors, the contrib Kafka and ``load_balancing`` exporters; versions
+pinned in its go.mod and go.sum: the ``load_balancing`` exporter is contrib v0.161.0, built against the
+v0.165 core like the rest, because the Go module proxy serves no later version of that module —
+v0.162.0 to v0.165.1 are refused) with the Go toolchain into a cache directory, once per source: the binary's name
 carries a hash of main.go, go.mod and go.sum, so a version bump builds anew and nothing stale is
 run. Standard library only, so CI can call it before any virtualenv exists::
 
@@ -13,7 +15,8 @@ run. Standard library only, so CI can call it before any virtualenv exists::
 
 Environment: ``RAGMON_OTELCOL_HOME`` (binary cache, default ``<repo>/.cache/otelcol``); Go's own
 ``GOMODCACHE``/``GOCACHE`` keep the downloaded modules and compiled packages between builds.
-The Kafka tests import ``ensure_binary`` and ``OtelCollector`` from here.
+The Kafka tests import ``ensure_binary`` and ``OtelCollector`` from here; the load-balancing test
+(``tests/ops/test_loadbalancing.py``) runs ``deploy/otel-collector/loadbalancing.yaml`` with it.
 """
 
 from __future__ import annotations

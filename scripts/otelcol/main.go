@@ -1,12 +1,14 @@
 // A minimal OpenTelemetry Collector for ragmon's tests and CI: the OTLP receiver, the memory
-// limiter and batch processors and the contrib Kafka exporter, built from the Collector's own Go
-// modules (versions pinned in go.mod). scripts/otelcol.py builds it; the Kafka tests run it.
+// limiter and batch processors, the contrib Kafka exporter and the contrib loadbalancing exporter
+// (trace-ID routing to several agents without Kafka), built from the Collector's own Go modules
+// (versions pinned in go.mod). scripts/otelcol.py builds it; the Kafka and load-balancing tests run it.
 package main
 
 import (
 	"log"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/exporter/kafkaexporter"
+	"github.com/open-telemetry/opentelemetry-collector-contrib/exporter/loadbalancingexporter"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/provider/envprovider"
@@ -33,7 +35,7 @@ func components() (otelcol.Factories, error) {
 	if err != nil {
 		return factories, err
 	}
-	factories.Exporters, err = otelcol.MakeFactoryMap[exporter.Factory](kafkaexporter.NewFactory())
+	factories.Exporters, err = otelcol.MakeFactoryMap[exporter.Factory](kafkaexporter.NewFactory(), loadbalancingexporter.NewFactory())
 	return factories, err
 }
 
@@ -41,7 +43,7 @@ func main() {
 	settings := otelcol.CollectorSettings{
 		BuildInfo: component.BuildInfo{
 			Command:     "otelcol-ragmon",
-			Description: "OpenTelemetry Collector for ragmon's tests (otlp, memory_limiter, batch, kafka)",
+			Description: "OpenTelemetry Collector for ragmon's tests (otlp, memory_limiter, batch, kafka, loadbalancing)",
 			Version:     "0.165.0",
 		},
 		Factories: components,
