@@ -25,7 +25,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-BENCHDATA = ROOT.parent / "shared" / "benchdata"
+sys.path.insert(0, str(ROOT))
+from bench._benchdata import benchdata_file  # noqa: E402  (the labelled dev sets: python3 scripts/benchdata.py)
+
 OUT = ROOT / "docs" / "alerts-simulation"
 SETS = ("ragtruth_qa", "ragtruth_summary", "ragtruth_data2txt")
 RATES = (0.1, 1.0, 10.0)
@@ -49,7 +51,7 @@ def with_contradicts(name: str, work: Path) -> Path:
     out = work / f"{name}.jsonl"
     if not out.exists():
         lines = []
-        for line in (BENCHDATA / f"{name}_dev.jsonl").read_text(encoding="utf-8").splitlines():
+        for line in benchdata_file(f"{name}_dev.jsonl").read_text(encoding="utf-8").splitlines():
             row = json.loads(line)
             kinds = {span.get("label_type", "") for span in row.get("meta", {}).get("hallucination_spans") or []}
             faithful = row.get("labels", {}).get("faithful")

@@ -3,7 +3,7 @@
     python bench/calibrate_int8.py [--texts 3000]   # needs the ``onnx`` package (not a dependency)
 
 Runs the bundled MiniLM in float32 on sentences the fidelity table does not use (HotpotQA
-passages and questions, SciFact abstracts and claims from ``../shared/benchdata/retrieval``), in
+passages and questions, SciFact abstracts and claims from the bench data, ``python3 scripts/benchdata.py``), in
 the judge's length-bucketed batches, and prints each int8-weight product's input range over the
 real tokens (padding rows left out), as the ``BUNDLED_RANGES`` table to paste into
 ``onnx_int8.py``; it exposes the products' inputs as graph outputs with the ``onnx`` package (a
@@ -24,21 +24,23 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench._benchdata import require  # noqa: E402
 from ragmon.scoring.local.embedder import Embedder, bundled_model_path  # noqa: E402
 from ragmon.scoring.local.onnx_int8 import int8_products  # noqa: E402
 from ragmon.scoring.onnx_runner import length_buckets  # noqa: E402
 from ragmon.scoring.text import split_sentences  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "benchdata" / "retrieval"
+NEEDS = ("retrieval/hotpotqa_dev_103.json", "retrieval/scifact/corpus.jsonl.gz", "retrieval/scifact/queries.test.jsonl")
 
 
 def calibration_texts(n: int) -> list[str]:
+    data = require(*NEEDS) / "retrieval"
     texts: list[str] = []
-    for row in json.loads((DATA / "hotpotqa_dev_103.json").read_text(encoding="utf-8")):
+    for row in json.loads((data / "hotpotqa_dev_103.json").read_text(encoding="utf-8")):
         texts.append(row["question"])
         for _, sentences in row["context"]:
             texts += [s.strip() for s in sentences if s.strip()]
-    with gzip.open(DATA / "scifact" / "corpus.jsonl.gz", "rt", encoding="utf-8") as fh:
+    with gzip.open(data / "scifact" / "corpus.jsonl.gz", "rt", encoding="utf-8") as fh:
         for k, line in enumerate(fh):
             if k >= 300:
                 break
@@ -46,7 +48,7 @@ def calibration_texts(n: int) -> list[str]:
             body = doc.get("text", "")
             texts.append(doc.get("title", ""))
             texts += split_sentences(body if isinstance(body, str) else " ".join(body))
-    for line in (DATA / "scifact" / "queries.test.jsonl").read_text(encoding="utf-8").splitlines():
+    for line in (data / "scifact" / "queries.test.jsonl").read_text(encoding="utf-8").splitlines():
         texts.append(json.loads(line)["text"])
     unique = list(dict.fromkeys(t for t in texts if t))
     random.Random(0).shuffle(unique)

@@ -2,7 +2,7 @@
 
     python bench/eval_citation_wice.py [--limit N] [--no-write]
 
-WiCE (Kamoi et al., 2023; ``../shared/benchdata/retrieval/wice_claim_dev.jsonl``, dev split,
+WiCE (Kamoi et al., 2023; the bench data's ``retrieval/wice_claim_dev.jsonl``, dev split,
 349 claims) pairs a Wikipedia claim with the article its citation points to, labelled
 ``supported`` / ``partially_supported`` / ``not_supported`` by annotators. Each claim is judged
 exactly as ``ragmon eval`` judges a cited claim (and a reference claim for context recall): the
@@ -27,10 +27,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench._benchdata import benchdata_file  # noqa: E402
 from ragmon.scoring.local import LocalJudge  # noqa: E402
 from ragmon.scoring.local import model as local_model  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "benchdata" / "retrieval" / "wice_claim_dev.jsonl"
+DATA = "retrieval/wice_claim_dev.jsonl"  # bench data (bench/_benchdata.py)
 DOC = ROOT / "docs" / "benchmarks.md"
 START, END = "<!-- wice-citation:start -->", "<!-- wice-citation:end -->"
 
@@ -58,7 +59,7 @@ def main() -> None:
     parser.add_argument("--no-write", action="store_true", help="do not update docs/benchmarks.md")
     args = parser.parse_args()
 
-    rows = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = [json.loads(line) for line in benchdata_file(DATA).read_text(encoding="utf-8").splitlines() if line.strip()]
     if args.limit:
         rows = rows[: args.limit]
     judge = LocalJudge(cache_size=0)

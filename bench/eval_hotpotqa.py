@@ -152,7 +152,7 @@ def render(results: list[Result], hops: dict[str, Sequence[Sequence[str]]], docs
         "",
         f"Measured {now} with `python bench/eval_hotpotqa.py --write` on {harness.machine_line()}.",
         "",
-        f"Data: the {questions} HotpotQA dev questions of `../shared/benchdata/retrieval/hotpotqa_dev_103.json` "
+        f"Data: the {questions} HotpotQA dev questions of the bench data's `retrieval/hotpotqa_dev_103.json` "
         f"(distractor setting, all `hard`; {bridge} bridge, {rules.get('comparison', 0)} comparison). All "
         f"{docs:,} context paragraphs are pooled into one corpus (document id = title), so every question searches "
         f"the other questions' paragraphs too. Gold documents: the two supporting paragraphs, one per hop. Hop "

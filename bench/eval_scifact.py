@@ -1,5 +1,5 @@
 """BM25 on BEIR SciFact (test, 300 queries) through ``ragmon eval --app``, against the published
-Pyserini BM25 flat run (nDCG@10 0.6789, Recall@100 0.9253; ../shared/benchdata/README.md).
+Pyserini BM25 flat run (nDCG@10 0.6789, Recall@100 0.9253; bench/data/README.md).
 
 The retriever is ``bench/retrievers/scifact_app.py`` (bm25s, k1 0.9, b 0.4, title + text,
 Lucene's English stopwords, Porter stemming via PyStemmer; top 100). The same retrieval is also scored directly
@@ -162,7 +162,7 @@ def render(ref: dict[str, float], ragmon: dict[str, float | None], cis: dict[str
     lines += [
         "",
         "Published numbers: Pyserini/Anserini BM25 flat on BEIR SciFact test (nDCG@10 0.6789, Recall@100 0.9253; "
-        "multifield 0.6647 / 0.9076; BEIR paper 0.665), as listed in `../shared/benchdata/README.md`. "
+        "multifield 0.6647 / 0.9076; BEIR paper 0.665), as listed in `bench/data/README.md`. "
         "What is left of the gap is the analyzer (Lucene's StandardTokenizer versus a `\\w+` regular expression) "
         "and Lucene's lossy document-length norms. The analyzer matters most: with bm25s's default `\\w\\w+` "
         "tokens, which drop one-character tokens, Recall@100 falls to 0.9187 (Porter) or 0.9127 (Snowball "

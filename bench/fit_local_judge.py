@@ -1,6 +1,6 @@
 """Fit and measure the local judge's logistic models on the human-labelled dev data.
 
-    python bench/fit_local_judge.py [--data ../shared/benchdata] [--write-coefficients] [--folds 5]
+    python bench/fit_local_judge.py [--data DIR] [--write-coefficients] [--folds 5]   # data: scripts/benchdata.py
 
 Protocol (see docs/judges.md): rows are grouped by source question (RAGTruth has six answers
 per question; WikiQA one row per question) and assigned to ``--folds`` folds by a seeded hash
@@ -48,7 +48,10 @@ from ragmon.scoring.local.evidence import ClaimEvidence
 from ragmon.scoring.metrics.formulas import context_precision as rank_weighted_precision
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = ROOT.parent / "shared" / "benchdata"
+sys.path.insert(0, str(ROOT))
+from bench._benchdata import require  # noqa: E402
+
+NEEDS = ("ragtruth_qa_dev.jsonl", "wikiqa_ranked_dev.jsonl")  # bench data (bench/_benchdata.py)
 COEF_FILE = ROOT / "ragmon" / "scoring" / "local" / "coefficients.py"
 SEED = 20261130
 L2 = 1.0  # ridge penalty on standardised features
@@ -613,19 +616,20 @@ def _fmt_faith(name: str, m: dict[str, float]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--data", type=Path, help="bench data folder (default: $RAGMON_BENCHDATA, else .cache/benchdata)")
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--bootstrap", type=int, default=1000)
     ap.add_argument("--write-coefficients", action="store_true")
     ap.add_argument("--out", type=Path, default=ROOT / ".cache" / "fit_local_judge.json")
     args = ap.parse_args(argv)
 
+    data = require(*NEEDS, directory=args.data)
     judge = LocalJudge(cache_size=0)
     baseline = LocalJudge(cache_size=0, max_sentences_per_context=0)  # shares the embedder
     save_embeddings = persist_embeddings(judge, ROOT / ".cache" / "fit_local_judge_tokens.npz")
     t0 = time.perf_counter()
-    rt = analyse_ragtruth(judge, baseline, load(args.data / "ragtruth_qa_dev.jsonl"))
-    wq_raw = load(args.data / "wikiqa_ranked_dev.jsonl")
+    rt = analyse_ragtruth(judge, baseline, load(data / "ragtruth_qa_dev.jsonl"))
+    wq_raw = load(data / "wikiqa_ranked_dev.jsonl")
     wq = analyse_wikiqa(judge, wq_raw)
     print(f"analysed {len(rt)} + {len(wq)} rows in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
     topics = topic_traces(judge, wq_raw, args.folds)

@@ -1,9 +1,9 @@
 """How far the local judge's scores hold up across data sets: the cross-dataset table.
 
-    python bench/judge_fidelity.py [--data ../shared/benchdata] [--no-write] [--bootstrap 500]
+    python bench/judge_fidelity.py [--data DIR] [--no-write] [--bootstrap 500]   # data: scripts/benchdata.py
     python bench/judge_fidelity.py --fit [--write-coefficients]   # refit across all dev sets
 
-Every human-labelled dev set x metric (see ``../shared/benchdata/README.md``):
+Every human-labelled dev set x metric (see ``bench/data/README.md``):
 
 - faithfulness: RAGTruth QA, summaries and data-to-text (JSON contexts) — ``labels.faithful``;
   WiCE — a Wikipedia claim (the "answer") against the article its citation points to (the only
@@ -48,6 +48,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from fit_local_judge import fold_of, persist_embeddings, with_weight_blocks  # noqa: E402
 
+from bench._benchdata import require  # noqa: E402
 from ragmon import semconv as sc  # noqa: E402
 from ragmon.calibration import stats  # noqa: E402
 from ragmon.calibration.fit import Logistic  # noqa: E402
@@ -55,7 +56,8 @@ from ragmon.scoring.local import LocalJudge  # noqa: E402
 from ragmon.scoring.local import model as local_model  # noqa: E402
 from ragmon.scoring.local._online import online_values  # noqa: E402
 
-DEFAULT_DATA = ROOT.parent / "shared" / "benchdata"
+NEEDS = ("ragtruth_qa_dev.jsonl", "ragtruth_summary_dev.jsonl", "ragtruth_data2txt_dev.jsonl",
+         "wikiqa_ranked_dev.jsonl", "retrieval/wice_claim_dev.jsonl")  # bench data (bench/_benchdata.py)
 DOC = ROOT / "docs" / "judges.md"
 START, END = "<!-- judge-fidelity:start -->", "<!-- judge-fidelity:end -->"
 SEED = 20261201
@@ -95,7 +97,9 @@ REFUSAL_TEMPLATES = (
 )
 
 
-def load_cases(data: Path) -> list[Case]:
+def load_cases(data: Path | None = None) -> list[Case]:
+    """Every labelled case of the dev sets in ``data`` (default: the bench data folder)."""
+    data = require(*NEEDS, directory=data)
     cases: list[Case] = []
     for task in ("qa", "summary", "data2txt"):
         for r in _load(data / f"ragtruth_{task}_dev.jsonl"):
@@ -503,7 +507,7 @@ def write_doc(lines: Sequence[str]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--data", type=Path, help="bench data folder (default: $RAGMON_BENCHDATA, else .cache/benchdata)")
     ap.add_argument("--bootstrap", type=int, default=500)
     ap.add_argument("--no-write", action="store_true", help="do not update docs/judges.md")
     ap.add_argument("--out", type=Path, default=CACHE / "judge_fidelity.json")

@@ -40,12 +40,13 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench._benchdata import benchdata_file  # noqa: E402
 from ragmon.errors import JudgeError  # noqa: E402
 from ragmon.quality import ONLINE_NAMES  # noqa: E402
 from ragmon.scoring.llm import LlmJudge, prompts  # noqa: E402
 from ragmon.types import Document, RagTrace  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "benchdata" / "ragtruth_qa_dev.jsonl"
+DATA = "ragtruth_qa_dev.jsonl"  # bench data (bench/_benchdata.py)
 MODES = ("compact", "parity")
 # the prompt text each mode sends, hashed into every result row: rows made with another prompt
 # version are not comparable and are not reused when resuming
@@ -243,7 +244,7 @@ def main() -> None:
     parser.add_argument("--model", default="qwen2.5-coder-1.5b-instruct-q4_k_m")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--n-ctx", type=int, default=4096)
-    parser.add_argument("--data", default=str(DATA))
+    parser.add_argument("--data", help=f"a labelled JSONL file (default: the bench data's {DATA})")
     parser.add_argument("--rows", type=int, default=60)
     parser.add_argument("--modes", default="compact,parity")
     parser.add_argument("--timeout-s", type=float, default=900.0)
@@ -252,6 +253,7 @@ def main() -> None:
     parser.add_argument("--time-budget-s", type=float, default=0, help="stop starting new rows after this (0 = none)")
     parser.add_argument("--out", default=str(ROOT / ".cache" / "llm-bench" / "results.jsonl"))
     args = parser.parse_args()
+    args.data = args.data or str(benchdata_file(DATA))  # before a model server starts: say what is missing
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
 
     proc = None

@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from judge_fidelity import DEFAULT_DATA, Case, extract, load_cases, row_stats  # noqa: E402
+from judge_fidelity import Case, extract, load_cases, row_stats  # noqa: E402
 from judge_llm import build_judges, prompt_version, start_server  # noqa: E402
 from retrievers.harness import machine_line, write_section  # noqa: E402
 
@@ -206,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="qwen2.5-coder-1.5b-instruct-q4_k_m")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--n-ctx", type=int, default=4096)
-    parser.add_argument("--data", default=str(DEFAULT_DATA))
+    parser.add_argument("--data", help="bench data folder (default: $RAGMON_BENCHDATA, else .cache/benchdata)")
     parser.add_argument("--rows", type=int, default=60, help="rows per set x metric")
     parser.add_argument("--modes", default="compact,parity")
     parser.add_argument("--sets", default="", help="comma-separated set names to run (default: every slice)")
@@ -221,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
 
-    cases = load_cases(Path(args.data))
+    cases = load_cases(Path(args.data) if args.data else None)
     chosen = [x for x in args.sets.split(",") if x]
     unknown = set(chosen) - {s for s, _ in SLICES}
     if unknown:

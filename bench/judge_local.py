@@ -30,9 +30,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench._benchdata import benchdata_file  # noqa: E402
 from ragmon.scoring.local import STAGES, LocalJudge  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "benchdata" / "ragtruth_qa_dev.jsonl"
+DATA = "ragtruth_qa_dev.jsonl"  # bench data (bench/_benchdata.py)
 DOC = ROOT / "docs" / "benchmarks.md"
 START, END = "<!-- local-judge:start -->", "<!-- local-judge:end -->"
 
@@ -40,7 +41,7 @@ Trace = tuple[str, list[str], str]
 
 
 def typical_traces(n: int, words_per_context: int = 150, contexts: int = 4) -> list[Trace]:
-    rows = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = [json.loads(line) for line in benchdata_file(DATA).read_text(encoding="utf-8").splitlines() if line.strip()]
     pool_words = [w for r in rows for c in r["contexts"] for w in c.split()]
     out: list[Trace] = []
     cursor = 0

@@ -1,7 +1,7 @@
 """Do 100 labels chosen by ``ragmon dataset label``'s order reach what 200 random ones do? And what
 ``ragmon calibrate --fit`` gains for answer relevance and context relevance, held out.
 
-    python bench/label_order.py [--data ../shared/benchdata] [--splits 12] [--draws 4] [--json out.json]
+    python bench/label_order.py [--data DIR] [--splits 12] [--draws 4] [--json out.json]   # data: scripts/benchdata.py
 
 Held out throughout: each data set's source groups (``meta.source_id``; WikiQA: the question) are cut
 in two halves at random; labels are drawn from one half (the pool), the refit is measured on the
@@ -42,6 +42,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench._benchdata import require  # noqa: E402
 from ragmon.calibration import stats  # noqa: E402
 from ragmon.calibration.dataset import LabelledRow, read_rows  # noqa: E402
 from ragmon.calibration.fit import (  # noqa: E402
@@ -60,6 +61,8 @@ from ragmon.scoring.local._profile import JUDGE_VERSION  # noqa: E402
 
 CACHE = ROOT / ".cache"
 FAITH_SETS = ("ragtruth_qa", "ragtruth_summary", "ragtruth_data2txt")
+NEEDS = (*(f"{name}_dev.jsonl" for name in FAITH_SETS), "wikiqa_ranked_dev.jsonl",
+         "retrieval/hotpotqa_dev_103.json")  # bench data (bench/_benchdata.py)
 
 
 def features(judge: LocalJudge, path: Path, tag: str) -> tuple[list[RowFeatures], list[dict[str, Any]]]:
@@ -228,11 +231,13 @@ def hotpotqa_contexts(data: Path, tmp: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "benchdata")
+    parser.add_argument("--data", type=Path,
+                        help="bench data folder (default: $RAGMON_BENCHDATA, else .cache/benchdata)")
     parser.add_argument("--splits", type=int, default=12)
     parser.add_argument("--draws", type=int, default=4)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
+    args.data = require(*NEEDS, directory=args.data)
     judge = LocalJudge()
     report: dict[str, Any] = {}
     for name in FAITH_SETS:

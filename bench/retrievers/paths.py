@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from bench._benchdata import benchdata_file, require
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-def benchdata_dir() -> Path:
-    """The shared benchmark data (``RAGMON_BENCHDATA``, default ``../shared/benchdata``)."""
-    return Path(os.environ.get("RAGMON_BENCHDATA") or REPO_ROOT.parent / "shared" / "benchdata")
+SCIFACT = ("retrieval/scifact/corpus.jsonl.gz", "retrieval/scifact/queries.test.jsonl",
+           "retrieval/scifact/qrels.test.tsv")
+HOTPOTQA = "retrieval/hotpotqa_dev_103.json"
 
 
 def cache_dir() -> Path:
@@ -21,8 +21,9 @@ def cache_dir() -> Path:
 
 
 def scifact_dir() -> Path:
-    return benchdata_dir() / "retrieval" / "scifact"
+    """BEIR SciFact test (bench data, ``bench/_benchdata.py``), checked to be there."""
+    return require(*SCIFACT) / "retrieval" / "scifact"
 
 
 def hotpotqa_file() -> Path:
-    return benchdata_dir() / "retrieval" / "hotpotqa_dev_103.json"
+    return benchdata_file(HOTPOTQA)

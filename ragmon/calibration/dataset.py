@@ -1,4 +1,4 @@
-"""Read labelled rows for ``ragmon calibrate`` (the format of shared/benchdata/README.md).
+"""Read labelled rows for ``ragmon calibrate`` (the format of bench/data/README.md).
 
 One JSON object per line::
 

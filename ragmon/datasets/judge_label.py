@@ -5,7 +5,7 @@ answer the app gave and the retrieved contexts — never the judge's scores, whi
 answer — and says whether the answer is faithful to the contexts, whether it answers the question,
 and which contexts are relevant. ``?`` leaves a label out (null), ``s`` skips, ``q`` quits; the
 state file makes the same command resume. Each row is appended at once, in the calibration format
-``ragmon calibrate`` reads (shared/benchdata/README.md)::
+``ragmon calibrate`` reads (bench/data/README.md)::
 
     {"id", "question", "contexts": [text, ...], "answer",
      "labels": {"faithful", "answer_relevant", "context_relevant"},      1 | 0 | null

@@ -36,8 +36,8 @@ class ErrorRates:
 
 
 # The local judge at threshold 0.5, shipped coefficients: the mean over the three RAGTruth dev
-# halves in shared/benchdata (QA 0.770 / 0.742, summaries 0.730 / 0.575, data-to-text 0.670 / 0.793;
-# `ragmon calibrate` on each file). Re-measure when the judge changes (docs/alerts.md).
+# halves of the bench data (bench/data/README.md; QA 0.770 / 0.742, summaries 0.730 / 0.575,
+# data-to-text 0.670 / 0.793; `ragmon calibrate` on each file). Re-measure when the judge changes (docs/alerts.md).
 LOCAL_DEFAULTS: Mapping[str, ErrorRates] = {
     sc.METRIC_FAITHFULNESS: ErrorRates(0.723, 0.703, "RAGTruth dev halves (qa, summary, data2txt), mean"),
 }

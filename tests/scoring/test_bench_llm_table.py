@@ -18,13 +18,16 @@ from types import ModuleType
 
 import pytest
 
+from bench._benchdata import benchdata_dir, missing, missing_reason
 from tests.fakes.openai_server import FakeOpenAI
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench" / "judge_llm_table.py"
-DATA = ROOT.parent / "shared" / "benchdata"
+DATA = benchdata_dir()
+NEEDS = ("ragtruth_qa_dev.jsonl", "ragtruth_summary_dev.jsonl", "ragtruth_data2txt_dev.jsonl",
+         "wikiqa_ranked_dev.jsonl", "retrieval/wice_claim_dev.jsonl")  # what load_cases reads
 
-pytestmark = pytest.mark.skipif(not (DATA / "ragtruth_qa_dev.jsonl").is_file(), reason="needs ../shared/benchdata")
+pytestmark = pytest.mark.skipif(bool(missing(NEEDS)), reason=missing_reason(NEEDS))
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,8 @@ The full cross-dataset table is ``python bench/judge_fidelity.py`` (docs/judges.
 scores a fixed slice of every dev set (every ``STEP``-th row) with the real judge and checks that
 AUC and the balanced accuracy at the default threshold stay above floors set a little below what
 the shipped judge reaches on the same slice (slack for the slice's noise, not a target; the slice
-was part of the fitting data, so these are regression guards, not held-out numbers). Skipped
-when the shared dev data is not there.
+was part of the fitting data, so these are regression guards, not held-out numbers). Skipped,
+saying which files and how to get them, when the bench data (``python3 scripts/benchdata.py``) is not there.
 """
 
 from __future__ import annotations
@@ -16,12 +16,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bench._benchdata import benchdata_dir, missing, missing_reason
 from ragmon.calibration import stats
 from ragmon.scoring.local import LocalJudge
 
-DATA = Path(__file__).resolve().parents[3] / "shared" / "benchdata"
+NEEDS = ("ragtruth_qa_dev.jsonl", "ragtruth_summary_dev.jsonl", "ragtruth_data2txt_dev.jsonl",
+         "wikiqa_ranked_dev.jsonl", "retrieval/wice_claim_dev.jsonl")
+DATA = benchdata_dir()
 STEP = 6
-pytestmark = pytest.mark.skipif(not (DATA / "ragtruth_qa_dev.jsonl").is_file(), reason="no shared dev data")
+pytestmark = pytest.mark.skipif(bool(missing(NEEDS)), reason=missing_reason(NEEDS))
 
 # (AUC floor, balanced-accuracy-at-0.5 floor) on the slice
 FLOORS = {
