@@ -17,18 +17,29 @@ ENV PIP_NO_CACHE_DIR=1 \
     PATH=/opt/ragmon/bin:$PATH
 WORKDIR /src
 RUN python -m venv /opt/ragmon
-# A C compiler for the compiled ingest modules (setup.py, mypyc); the runtime stage has none.
+# A C compiler for the compiled ingest modules (setup.py, mypyc), and Python's headers where the base
+# image has none (Debian's own python3, as in a base made with mmdebstrap: tests/ops/test_image.py);
+# the runtime stage has neither.
 # hadolint ignore=DL3008
 RUN apt-get update \
     && apt-get install -y --no-install-recommends gcc libc6-dev \
+    && { test -e "$(python -c 'import sysconfig; print(sysconfig.get_path("include"))')/Python.h" \
+         || apt-get install -y --no-install-recommends python3-dev; } \
     && rm -rf /var/lib/apt/lists/*
-COPY pyproject.toml setup.py README.md ./
+# The dependencies first, in a layer of their own (from pyproject.toml alone): a rebuild after a change
+# to ragmon's sources or README reuses it and only builds ragmon itself.
+COPY pyproject.toml ./
+# hadolint ignore=DL3013
+RUN python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; x = p['optional-dependencies']; print('\n'.join(d for d in p['dependencies'] + x['agent'] + x['kafka'] if not d.startswith('ragmon')))" > /tmp/requirements.txt \
+    && pip install --no-cache-dir -r /tmp/requirements.txt
+COPY setup.py README.md ./
 COPY ragmon ./ragmon
-# Versions are pinned by pyproject.toml's ranges and the wheel of this source tree.
+# Versions are pinned by pyproject.toml's ranges and the wheel of this source tree. The checks import
+# the installed ragmon (-P: not the source tree in the working directory).
 # hadolint ignore=DL3013
 RUN pip install --no-cache-dir ".[agent]" \
-    && python -c "import ragmon.scoring.local.embedder as e; print('bundled model:', e.bundled_model_path())" \
-    && python -c "from ragmon.ingest._native import state; s = state(); print('ingest:', s); assert s == 'compiled'" \
+    && python -P -c "import ragmon.scoring.local.embedder as e; print('bundled model:', e.bundled_model_path())" \
+    && python -P -c "from ragmon.ingest._native import state; s = state(); print('ingest:', s); assert s == 'compiled'" \
     && find /opt/ragmon -name '__pycache__' -type d -prune -exec rm -rf {} +
 
 FROM ${PYTHON_IMAGE} AS runtime

@@ -27,3 +27,8 @@ def require_binary(name: str) -> str:
 @pytest.fixture(scope="session")
 def promtool() -> str:
     return require_binary("promtool")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "image: builds and runs the agent's container image (podman, runc, mmdebstrap: make services)")
