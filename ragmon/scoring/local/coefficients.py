@@ -172,6 +172,18 @@ CONTEXT_THRESHOLD_SINGLE = 0.3788
 # cost across the dev sets: -0.002 mean AUC (docs/judges.md).
 CAP_CONTRADICTIONS = True
 
+# The trained reader's answer-level features (``reader.verdicts.FEATURES``) stacked on the logit of the
+# faithfulness above: P(faithful) = sigmoid(bias + base * logit(faithfulness) + sum(w * feature)).
+# Written by ``bench/fit_reader_stack.py --write-coefficients``: fitted on the RAGTruth rows the reader
+# never trained on (its held-out fold), all three tasks together, out-of-fold numbers in docs/judges.md.
+# Empty: the reader gives claim verdicts only, faithfulness stays the base model's. Empty on purpose
+# today: out of fold the stack added nothing (QA 0.829 vs 0.837, summaries 0.710 vs 0.719, data-to-text
+# 0.767 vs 0.772, WiCE 0.948 vs 0.953) and moved the 0.5 cut on summaries, so it does not ship.
+READER_WEIGHTS: dict[str, float] = {
+}
+# A contradiction only the reader finds caps faithfulness like a lexical one (measured: docs/judges.md).
+CAP_READER_CONTRADICTIONS = False
+
 # Answer relevancy: P(the answer addresses the question) from cosine, new information beyond the
 # question's words and the asked-for answer type (fitted on WikiQA sentences and constructed
 # negatives: answers to other questions, echoes; refusals are capped by rule).

@@ -41,6 +41,9 @@ def _logit(p: float) -> float:
     return math.log(p / (1 - p))
 
 
+sigmoid, logit = _sigmoid, _logit  # public for the stacked reader features (``_online``)
+
+
 def _clip01(x: float) -> float:
     return 0.0 if x < 0.0 else 1.0 if x > 1.0 else x
 
@@ -173,7 +176,7 @@ FAITHFULNESS_PROFILE_FEATURES += [f"{n}*{k}" for k in ("nq", "st") for n in FAIT
 
 def faithfulness(
     evidence: Sequence[ClaimEvidence], supports: Sequence[float], shape: TraceShape | None = None,
-    weights: dict[str, float] | None = None, threshold: float | None = None,
+    weights: dict[str, float] | None = None, threshold: float | None = None, cap: bool = True,
 ) -> float:
     """P(faithful) on balanced classes, shifted so that ``threshold`` (the shipped one by
     default) lands on 0.5; an explicit contradiction caps it below 0.5 when ``CAP_CONTRADICTIONS``."""
@@ -181,7 +184,7 @@ def faithfulness(
                 with_interactions(answer_features(evidence, supports, shape)))
     t = coef.FAITHFULNESS_THRESHOLD if threshold is None else threshold
     score = _sigmoid(z - _logit(t))
-    if coef.CAP_CONTRADICTIONS:
+    if cap and coef.CAP_CONTRADICTIONS:
         score = formulas.with_contradictions(score, sum(e.contradiction() is not None for e in evidence), len(evidence))
     return score
 

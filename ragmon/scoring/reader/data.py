@@ -118,16 +118,25 @@ def claim_labels(answer: str, spans: Sequence[dict[str, Any]]) -> list[tuple[str
     return out
 
 
-def ragtruth_pairs(path: Path, name: str) -> Iterator[Pair]:
+def ragtruth_pairs(path: Path, name: str, with_edits: bool = False) -> Iterator[Pair]:
+    """Each labelled claim of the rows outside the held-out fold against its premise window; with
+    ``with_edits``, also one one-edit contradiction of every other supported claim (RAG-shaped
+    negations, numbers, names and months: long answer sentences against real windows)."""
     for line in path.open(encoding="utf-8"):
         row = json.loads(line)
         fold = ragtruth_fold(row)
         if fold == "heldout" or not row.get("answer") or row["labels"].get("faithful") is None:
             continue
         sentences = context_sentences(row["contexts"])
-        for claim, label in claim_labels(row["answer"], row["meta"].get("hallucination_spans") or []):
+        for k, (claim, label) in enumerate(claim_labels(row["answer"], row["meta"].get("hallucination_spans") or [])):
             window = claim_window(claim, sentences)
             yield Pair(window.text, short_claim(claim), label, name, fold)
+            key = f"{row['id']}:{k}"
+            if with_edits and label == SUPPORTED and _hash(key) % 2 == 0:
+                made = list(contradictions(window.text, short_claim(claim), key))
+                if made:
+                    kind, edited = made[_hash(key + "k") % len(made)]
+                    yield Pair(window.text, edited, CONTRADICTED, f"edit-rag-{kind}", fold)
 
 
 def nli_pairs(path: Path, name: str, take: int | None, seed: int) -> Iterator[Pair]:
@@ -152,15 +161,26 @@ def nli_pairs(path: Path, name: str, take: int | None, seed: int) -> Iterator[Pa
                 yield Pair(both[0], short_claim(both[1]), SUPPORTED, "edit-both-negated", split)
 
 
-def build_pairs(data_dir: Path, benchdata: Path | None, seed: int = 13, download: bool = True) -> list[Pair]:
-    """Every training and dev pair, in a deterministic shuffled order."""
+STAGE2_NLI_REPLAY = 4000  # NLI pairs replayed in stage 2 so it does not forget them
+
+
+def build_pairs(data_dir: Path, benchdata: Path | None, seed: int = 13, download: bool = True,
+                stage: int = 1) -> list[Pair]:
+    """Every training and dev pair of a stage, in a deterministic shuffled order. Stage 1: all
+    sources. Stage 2 (from stage 1's best checkpoint): RAG-shaped pairs — RAGTruth claims and one-edit
+    contradictions of its supported claims — with a replay of NLI pairs."""
     pairs: list[Pair] = []
     for source in manifest()["sources"]:
         path = locate(source, data_dir, benchdata, download)
         if source["format"] == "docnli-tsv":
-            pairs.extend(nli_pairs(path, source["name"], source.get("take"), seed))
+            nli = list(nli_pairs(path, source["name"], source.get("take"), seed))
+            if stage == 2:
+                random.Random(f"{seed}:replay:{source['name']}").shuffle(nli)
+                share = STAGE2_NLI_REPLAY * len(nli) // 47000 + 1  # each source in proportion
+                nli = nli[:share]
+            pairs.extend(nli)
         else:
-            for pair in ragtruth_pairs(path, source["name"]):
+            for pair in ragtruth_pairs(path, source["name"], with_edits=stage == 2):
                 repeat = RAGTRUTH_REPEAT if pair.label != SUPPORTED and pair.split == "train" else 1
                 pairs.extend([pair] * repeat)
     random.Random(seed).shuffle(pairs)

@@ -136,6 +136,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--eval-every", type=int, default=400)
     ap.add_argument("--threads", type=int, default=int(os.environ.get(ragmon_env.TRAIN_THREADS, "2")))
     ap.add_argument("--max-steps", type=int, default=0, help="stop after this many steps (0: all epochs)")
+    ap.add_argument("--stage", type=int, choices=(1, 2), default=1,
+                    help="1: all sources from the package weights; 2: RAG-shaped pairs from --init")
+    ap.add_argument("--init", type=Path, default=None, help="stage 2: the checkpoint to start from")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
 
@@ -148,10 +151,12 @@ def main(argv: list[str] | None = None) -> int:
     np.random.seed(args.seed)
     args.out.mkdir(parents=True, exist_ok=True)
 
-    pairs = build_pairs(args.data_dir, args.benchdata, seed=args.seed)
+    pairs = build_pairs(args.data_dir, args.benchdata, seed=args.seed, stage=args.stage)
     train = [p for p in pairs if p.split == "train"]
     dev = [p for p in pairs if p.split == "dev"]
-    start = weights_folder()
+    start = weights_folder() if args.stage == 1 else args.init
+    if start is None or not start.is_dir():
+        raise SystemExit("stage 2 needs --init CHECKPOINT (stage 1's best/)")
     tokenizer = AutoTokenizer.from_pretrained(start)
     model = BertForSequenceClassification.from_pretrained(start, num_labels=3)
     model.config.id2label = dict(enumerate(LABELS))

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""CPU per trace of the local judge with and without the trained reader, side by side in one
+process on the same traces (RAGTruth QA rows of the reader's held-out fold), interleaved so both see
+the same machine state; one scoring thread each, as the agent's judge pool runs it.
+
+    python bench/judge_cost.py [--rows 60] [--rounds 3]
+
+Prints the CPU model and flags, ms per trace (median over rounds of the per-round mean), the
+reader's share, and the reader's cost per claim and per 1,000 tokens it read: the reader runs one
+pair per claim (its premise window), so its cost grows with claims x window tokens, never with
+all context sentences. Results: docs/judges.md#cost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from ragmon.scoring.local import LocalJudge  # noqa: E402
+from ragmon.scoring.reader.data import ragtruth_fold  # noqa: E402
+
+
+def cpu() -> str:
+    model, flags = platform.processor() or "unknown", set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+            if line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    wanted = [f for f in ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8") if f in flags]
+    return f"{model}; {' '.join(wanted) or 'no avx2'}; {os.cpu_count()} logical CPUs"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rows", type=int, default=60)
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args(argv)
+    data = Path(os.environ.get("RAGMON_BENCHDATA", ROOT.parent / "shared" / "benchdata"))
+    path = data / "ragtruth_qa_dev.jsonl"
+    if not path.is_file():
+        raise SystemExit(f"needs {path}: run `make benchdata` or set RAGMON_BENCHDATA")
+    rows = [r for r in map(json.loads, path.open(encoding="utf-8")) if ragtruth_fold(r) == "heldout"][: args.rows]
+    without, with_reader = LocalJudge(reader=False, cache_size=0), LocalJudge(cache_size=0)
+    for judge in (without, with_reader):  # warm-up: first runs allocate
+        judge.score_sync(rows[0]["question"], rows[0]["contexts"], rows[0]["answer"])
+    assert with_reader.reader is not None
+    per: dict[str, list[float]] = {"without reader": [], "with reader": []}
+    read_s, tokens0 = with_reader.stage_seconds["read"], with_reader.reader.tokens_read
+    claims = 0
+    for _ in range(args.rounds):
+        for name, judge in (("without reader", without), ("with reader", with_reader)):
+            t0 = time.process_time()
+            for r in rows:
+                s = judge.score_sync(r["question"], r["contexts"], r["answer"])
+                if judge is with_reader:
+                    claims += int(s.details.get("claims", 0))
+            per[name].append((time.process_time() - t0) / len(rows) * 1000)
+    read_ms = (with_reader.stage_seconds["read"] - read_s) * 1000
+    tokens = with_reader.reader.tokens_read - tokens0
+    base, full = statistics.median(per["without reader"]), statistics.median(per["with reader"])
+    print(f"CPU: {cpu()}")
+    print(f"{len(rows)} RAGTruth QA traces x {args.rounds} rounds, one thread, CPU time per trace")
+    print("| judge | ms / trace | ratio |\n| --- | ---: | ---: |")
+    print(f"| local, without reader | {base:.1f} | 1.00 |\n| local, with reader | {full:.1f} | {full / base:.2f} |")
+    print(f"reader: {claims / (len(rows) * args.rounds):.1f} claims/trace, {tokens / claims:.0f} tokens/claim, "
+          f"{read_ms / claims:.1f} ms/claim, {read_ms / tokens * 1000:.1f} ms per 1,000 tokens (wall time of the "
+          f"read stage)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,93 @@
+"""The shipped reader: the int8 file reproduces the trained model on the card's probe pairs, a
+missing or corrupt file is a start-up error naming it, the verdict mapping, and a negated answer
+read end to end by the local judge."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ragmon.errors import ModelError
+from ragmon.scoring import claim_verdicts as cv
+from ragmon.scoring.local import LocalJudge
+from ragmon.scoring.reader import model, verdicts
+from ragmon.scoring.reader.windows import Window
+
+CARD = json.loads(resources.files("ragmon.scoring.reader").joinpath("assets/reader-card.json").read_text())
+
+
+def test_the_shipped_file_is_the_one_the_card_and_the_code_name() -> None:
+    reader = model.shared_reader()
+    assert reader.sha256 == CARD["sha256"] == model.READER_SHA256
+    assert model.bundled_path().stat().st_size <= 30 << 20
+
+
+def test_int8_reproduces_the_trained_models_probabilities_on_the_probe_pairs() -> None:
+    reader = model.shared_reader()
+    got = reader.read([(p["premise"], p["claim"]) for p in CARD["probes"]])
+    fp32 = np.array([p["fp32"] for p in CARD["probes"]])
+    int8 = np.array([p["int8"] for p in CARD["probes"]])
+    assert np.abs(got - int8).max() < 0.02  # the export's own run (other CPUs round int8 differently)
+    assert np.abs(got - fp32).max() < 0.08  # the trained torch model
+    assert (got.argmax(axis=1) == fp32.argmax(axis=1)).mean() >= 0.75
+
+
+def test_a_missing_or_corrupt_model_file_is_an_error_naming_it(tmp_path: Path) -> None:
+    with pytest.raises(ModelError, match=r"reader model file not found: .*nothing\.onnx"):
+        model.Reader(tmp_path / "nothing.onnx")
+    corrupt = tmp_path / "corrupt.onnx"
+    corrupt.write_bytes(b"\x08\x07not an onnx graph")
+    with pytest.raises(ModelError, match=r"corrupt\.onnx"):
+        model.Reader(corrupt, sha256=None)
+    with pytest.raises(ModelError, match="checksum mismatch"):
+        model.Reader(corrupt, sha256="0" * 64)
+
+
+def _reading(sup: float, uns: float, con: float) -> verdicts.ClaimReading:
+    return verdicts.ClaimReading((sup, uns, con), Window(("The tower is 330 m tall.",), "The tower is 330 m tall.", 1))
+
+
+def test_the_verdict_mapping() -> None:
+    claim = "The tower is 330 m tall."
+    lexical = verdicts.verdict(claim, _reading(0.9, 0.05, 0.05), "number(s) not in contexts: 400", "evidence")
+    assert (lexical.verdict, lexical.reason) == (cv.CONTRADICTED, "number(s) not in contexts: 400")
+    contra = verdicts.verdict(claim, _reading(0.03, 0.02, 0.95), None, "")
+    assert contra.verdict == cv.CONTRADICTED and contra.evidence == "The tower is 330 m tall."
+    assert contra.reason == "reader: contradicted (p=0.95)"
+    assert verdicts.verdict(claim, _reading(0.8, 0.1, 0.1), None, "").verdict == cv.SUPPORTED
+    assert verdicts.verdict(claim, _reading(0.3, 0.45, 0.25), None, "").verdict == cv.UNSUPPORTED
+    assert verdicts.verdict(claim, _reading(0.2, 0.1, 0.7), None, "").verdict == cv.UNSUPPORTED  # not sure enough
+    # "contradicted" must beat "supported" as well as reach the threshold
+    assert verdicts.verdict(claim, _reading(0.0, 0.0, 1.0), None, "").verdict == cv.CONTRADICTED
+    features = verdicts.answer_features([_reading(0.9, 0.05, 0.05), _reading(0.2, 0.1, 0.7)])
+    assert features == pytest.approx({"reader_min_support": 0.2, "reader_mean_support": 0.55,
+                                      "reader_max_contradiction": 0.7, "reader_unsupported_share": 0.5})
+
+
+@pytest.fixture(scope="module")
+def judge() -> LocalJudge:
+    return LocalJudge()
+
+
+CONTEXTS = [
+    "Our support desk is open from Monday to Friday. Orders placed before noon are shipped the same day. "
+    "Customers can return unused items within 30 days for a full refund.",
+    "Gift cards are sent by email. The loyalty programme gives one point per euro spent.",
+]
+
+
+def test_a_negated_answer_gets_a_contradicted_verdict_with_its_evidence(judge: LocalJudge) -> None:
+    faithful = judge.score_sync("Can I return items?", CONTEXTS,
+                                "Customers can return unused items within 30 days for a full refund.")
+    negated = judge.score_sync("Can I return items?", CONTEXTS,
+                               "Customers cannot return unused items within 30 days for a full refund.")
+    (verdict,) = negated.details[cv.DETAIL_KEY]
+    assert verdict["verdict"] == cv.CONTRADICTED
+    assert "return unused items within 30 days" in verdict["evidence"]
+    assert faithful.details[cv.DETAIL_KEY][0]["verdict"] == cv.SUPPORTED
+    assert negated.values["faithfulness"] < faithful.values["faithfulness"]
+    assert judge.identity.version.endswith("+reader." + model.READER_SHA256[:12])
