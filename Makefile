@@ -32,7 +32,8 @@ $(VENV)/.ragmon-dev: pyproject.toml setup.py
 
 ## Services the tests start themselves: Prometheus/Alertmanager (Debian), Apache Kafka jars (Maven),
 ## the OpenTelemetry Collector built from its Go modules (Go >= 1.26; cached in .cache/otelcol), tmux
-## (ragmon dataset label's terminal test).
+## (ragmon dataset label's terminal test), podman + runc + mmdebstrap (the image test builds and runs
+## the Dockerfile over a Debian base: scripts/container_image.py, images cached in .cache/images).
 services:
 	bash scripts/install-prometheus.sh
 	command -v java >/dev/null && command -v mvn >/dev/null || \
@@ -40,6 +41,9 @@ services:
 	bash scripts/kafka-broker.sh fetch
 	python3 scripts/otelcol.py build
 	command -v tmux >/dev/null || { apt-get update && apt-get install -y --no-install-recommends tmux; }
+	command -v podman >/dev/null && command -v runc >/dev/null && command -v mmdebstrap >/dev/null && \
+		command -v iptables >/dev/null || { apt-get update && apt-get install -y --no-install-recommends \
+		podman runc netavark aardvark-dns iptables mmdebstrap; }
 
 lint: dev-install
 	$(BIN)/ruff check ragmon tests bench
@@ -50,7 +54,7 @@ test: dev-install services lint
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 test-fast: dev-install
-	$(BIN)/python -m pytest -q -m "not kafka and not prometheus"
+	$(BIN)/python -m pytest -q -m "not kafka and not prometheus and not image"
 
 ## The trained reader (docs/judges.md#the-reader): fetch and verify the manifest's data, fine-tune from the
 ## fp32 MiniLM-L6 weights (stage 1, all sources: ~50 min on 2 quiet cores; stage 2, RAG-shaped pairs: ~20 min;
