@@ -3,7 +3,7 @@ VENV   ?= .venv
 PYTHON ?= python3
 BIN    := $(VENV)/bin
 
-.PHONY: demo install dev-install services test test-fast lint bench clean train-reader
+.PHONY: demo install dev-install services test test-fast lint bench benchdata clean train-reader
 
 ## One command: install ragmon (agent extras) into .venv and run the embedded demo.
 demo: install
@@ -44,6 +44,11 @@ services:
 	command -v podman >/dev/null && command -v runc >/dev/null && command -v mmdebstrap >/dev/null && \
 		command -v iptables >/dev/null || { apt-get update && apt-get install -y --no-install-recommends \
 		podman runc netavark aardvark-dns iptables mmdebstrap; }
+
+## The benches' labelled data (bench/data/benchdata_manifest.json): fetched from its public sources into
+## .cache/benchdata and checked by sha256; with RAGMON_BENCHDATA=/path, that local copy is checked and used.
+benchdata:
+	$(PYTHON) scripts/benchdata.py
 
 lint: dev-install
 	$(BIN)/ruff check ragmon tests bench

@@ -3,7 +3,7 @@
 The data (human-labelled dev sets, retrieval corpora) is never committed: the texts carry their own
 licences. ``bench/data/benchdata_manifest.json`` names every file, the public source it comes from
 (URL pinned to a commit where it is a GitHub file), its sha256 and licence, and the derivation that
-turns the source into the file ragmon reads. ``python3 scripts/benchdata.py`` fetches
+turns the source into the file ragmon reads. ``make benchdata`` (``scripts/benchdata.py``) fetches
 and derives the files into ``.cache/benchdata``, or checks a local copy named by ``RAGMON_BENCHDATA``.
 
 Every bench and test that reads the data asks this module for it:
@@ -15,7 +15,7 @@ Every bench and test that reads the data asks this module for it:
 * :func:`load_manifest` / :func:`verify` — the manifest and the sha256 check (a mismatch is an
   error naming the file), shared with ``scripts/benchdata.py``.
 
-Standard library only, so ``python3 scripts/benchdata.py`` runs before any virtual environment exists.
+Standard library only, so ``make benchdata`` runs before any virtual environment exists.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MANIFEST = ROOT / "bench" / "data" / "benchdata_manifest.json"
 CACHE = ROOT / ".cache" / "benchdata"
 ENV = "RAGMON_BENCHDATA"
-COMMAND = "python3 scripts/benchdata.py"
+COMMAND = "make benchdata"
 
 
 class BenchdataError(SystemExit):

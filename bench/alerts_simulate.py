@@ -26,7 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from bench._benchdata import benchdata_file  # noqa: E402  (the labelled dev sets: python3 scripts/benchdata.py)
+from bench._benchdata import benchdata_file  # noqa: E402  (the labelled dev sets: make benchdata)
 
 OUT = ROOT / "docs" / "alerts-simulation"
 SETS = ("ragtruth_qa", "ragtruth_summary", "ragtruth_data2txt")

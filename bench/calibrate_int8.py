@@ -3,7 +3,7 @@
     python bench/calibrate_int8.py [--texts 3000]   # needs the ``onnx`` package (not a dependency)
 
 Runs the bundled MiniLM in float32 on sentences the fidelity table does not use (HotpotQA
-passages and questions, SciFact abstracts and claims from the bench data, ``python3 scripts/benchdata.py``), in
+passages and questions, SciFact abstracts and claims from the bench data, ``make benchdata``), in
 the judge's length-bucketed batches, and prints each int8-weight product's input range over the
 real tokens (padding rows left out), as the ``BUNDLED_RANGES`` table to paste into
 ``onnx_int8.py``; it exposes the products' inputs as graph outputs with the ``onnx`` package (a

@@ -2,7 +2,7 @@
 
     python bench/chunking_grid.py            # BM25, sizes 64,128,256,512 x overlaps 0,0.25, fixed and paragraph
 
-Corpus: the bench data's ``retrieval/scifact/corpus.jsonl.gz`` (``scripts/benchdata.py``; 5,183 abstracts, read as-is:
+Corpus: the bench data's ``retrieval/scifact/corpus.jsonl.gz`` (``make benchdata``; 5,183 abstracts, read as-is:
 ``_id``, ``title``, ``text``); golden set: the 300 test queries with their qrels
 (``bench/retrievers/datasets.py``). Writes ``docs/chunking-scifact.json`` and
 ``docs/chunking-scifact.svg`` and the ``chunking-grid`` section of docs/benchmarks.md.

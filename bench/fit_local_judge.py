@@ -1,6 +1,6 @@
 """Fit and measure the local judge's logistic models on the human-labelled dev data.
 
-    python bench/fit_local_judge.py [--data DIR] [--write-coefficients] [--folds 5]   # data: scripts/benchdata.py
+    python bench/fit_local_judge.py [--data DIR] [--write-coefficients] [--folds 5]   # data: make benchdata
 
 Protocol (see docs/judges.md): rows are grouped by source question (RAGTruth has six answers
 per question; WikiQA one row per question) and assigned to ``--folds`` folds by a seeded hash

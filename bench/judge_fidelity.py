@@ -1,6 +1,6 @@
 """How far the local judge's scores hold up across data sets: the cross-dataset table.
 
-    python bench/judge_fidelity.py [--data DIR] [--no-write] [--bootstrap 500]   # data: scripts/benchdata.py
+    python bench/judge_fidelity.py [--data DIR] [--no-write] [--bootstrap 500]   # data: make benchdata
     python bench/judge_fidelity.py --fit [--write-coefficients]   # refit across all dev sets
 
 Every human-labelled dev set x metric (see ``bench/data/README.md``):

@@ -1,7 +1,7 @@
 """Do 100 labels chosen by ``ragmon dataset label``'s order reach what 200 random ones do? And what
 ``ragmon calibrate --fit`` gains for answer relevance and context relevance, held out.
 
-    python bench/label_order.py [--data DIR] [--splits 12] [--draws 4] [--json out.json]   # data: scripts/benchdata.py
+    python bench/label_order.py [--data DIR] [--splits 12] [--draws 4] [--json out.json]   # data: make benchdata
 
 Held out throughout: each data set's source groups (``meta.source_id``; WikiQA: the question) are cut
 in two halves at random; labels are drawn from one half (the pool), the refit is measured on the

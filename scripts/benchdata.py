@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fetch the benches' labelled data from its public sources, or check a local copy (``python3 scripts/benchdata.py``).
+"""Fetch the benches' labelled data from its public sources, or check a local copy (``make benchdata``).
 
     python scripts/benchdata.py                       # fetch + derive into .cache/benchdata, check sha256
     RAGMON_BENCHDATA=/path python scripts/benchdata.py  # check that copy (and use it: the benches read it)
@@ -339,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n{len(problems)} of {len(manifest.entries)} bench data files could not be made:", file=sys.stderr)
         for p in problems:
             print(f"  {p}", file=sys.stderr)
-        print(f"(a local copy elsewhere? {ENV}=/path/to/it python3 scripts/benchdata.py)", file=sys.stderr)
+        print(f"(a local copy elsewhere? {ENV}=/path/to/it make benchdata)", file=sys.stderr)
         return 1
     print(f"{dest}: all {len(manifest.entries)} files match bench/data/benchdata_manifest.json")
     return 0

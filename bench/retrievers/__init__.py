@@ -10,6 +10,6 @@ benchmarks (``bench/eval_scifact.py``, ``bench/eval_hotpotqa.py``, ``bench/eval_
 * ``*_app`` modules — SDK-decorated entry points for ``ragmon eval --app``; each builds its index
   when imported, so that a question's time is the question's own.
 
-Data: the bench data (``python3 scripts/benchdata.py``; ``bench/_benchdata.py`` finds it); cache: ``.cache/bench``
+Data: the bench data (``make benchdata``; ``bench/_benchdata.py`` finds it); cache: ``.cache/bench``
 (``RAGMON_BENCH_CACHE`` overrides). Needs ``pip install -e '.[bench]'``.
 """

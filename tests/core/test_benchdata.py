@@ -1,4 +1,4 @@
-"""The bench data manifest, the locator every bench uses, and ``python3 scripts/benchdata.py`` (scripts/benchdata.py):
+"""The bench data manifest, the locator every bench uses, and ``make benchdata`` (scripts/benchdata.py):
 real files in temporary folders, sources served over real HTTP. Nothing here needs the data itself."""
 
 from __future__ import annotations
@@ -132,7 +132,7 @@ def test_the_locator_reads_RAGMON_BENCHDATA_and_says_what_is_missing(tmp_path: P
     text = str(err.value)
     assert str(tmp_path / "ragtruth_qa_dev.jsonl") in text and str(tmp_path / "wikiqa_ranked_dev.jsonl") in text
     assert "wice" not in text  # only what is missing
-    assert "RAGMON_BENCHDATA points at" in text and "python3 scripts/benchdata.py" in text
+    assert "RAGMON_BENCHDATA points at" in text and "make benchdata" in text
     assert isinstance(err.value, SystemExit)  # a bench stops with the message, not a traceback
 
 
@@ -141,7 +141,7 @@ def test_without_RAGMON_BENCHDATA_the_locator_reads_the_clone_own_cache(tmp_path
     monkeypatch.delenv("RAGMON_BENCHDATA", raising=False)
     assert bd.benchdata_dir() == ROOT / ".cache" / "benchdata"
     reason = bd.missing_reason(["nowhere.jsonl"])
-    assert "nowhere.jsonl" in reason and "run `python3 scripts/benchdata.py`" in reason
+    assert "nowhere.jsonl" in reason and "run `make benchdata`" in reason
     (tmp_path / "x.jsonl").write_text("{}\n")
     assert bd.benchdata_file("x.jsonl", directory=tmp_path) == tmp_path / "x.jsonl"
 
@@ -151,7 +151,7 @@ def test_a_bench_without_its_data_names_the_files_and_the_command(tmp_path: Path
     out = subprocess.run([sys.executable, str(ROOT / "bench" / "eval_citation_wice.py"), "--no-write"],
                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 1
-    assert "retrieval/wice_claim_dev.jsonl" in out.stderr and "python3 scripts/benchdata.py" in out.stderr
+    assert "retrieval/wice_claim_dev.jsonl" in out.stderr and "make benchdata" in out.stderr
     assert "Traceback" not in out.stderr
 
 
@@ -228,7 +228,7 @@ def test_gzip_writes_what_gzip_dash_9_writes_for_a_file_of_that_name_and_time(sc
     assert gzip.decompress(got) == text
 
 
-# --- python3 scripts/benchdata.py: fetch over HTTP, derive, check ---------------------------------------------------
+# --- make benchdata: fetch over HTTP, derive, check ---------------------------------------------------
 
 class _QuietHandler(SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:

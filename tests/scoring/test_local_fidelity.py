@@ -5,7 +5,7 @@ scores a fixed slice of every dev set (every ``STEP``-th row) with the real judg
 AUC and the balanced accuracy at the default threshold stay above floors set a little below what
 the shipped judge reaches on the same slice (slack for the slice's noise, not a target; the slice
 was part of the fitting data, so these are regression guards, not held-out numbers). Skipped,
-saying which files and how to get them, when the bench data (``python3 scripts/benchdata.py``) is not there.
+saying which files and how to get them, when the bench data (``make benchdata``) is not there.
 """
 
 from __future__ import annotations
