@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import pickle
 import sys
 import time
@@ -34,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from _benchdata import require  # noqa: E402
 from fit_local_judge import with_weight_blocks  # noqa: E402
 
 from ragmon.calibration import stats  # noqa: E402
@@ -58,11 +58,7 @@ NAMES = ["base_logit", *reader_verdicts.FEATURES]
 
 
 def benchdata() -> Path:
-    env = os.environ.get("RAGMON_BENCHDATA")
-    path = Path(env) if env else ROOT.parent / "shared" / "benchdata"
-    if not (path / "ragtruth_qa_dev.jsonl").is_file():
-        raise SystemExit(f"needs the RAGTruth dev halves in {path}: run `make benchdata` or set RAGMON_BENCHDATA")
-    return path
+    return require(*(f"ragtruth_{s}_dev.jsonl" for s in SETS), "retrieval/wice_claim_dev.jsonl")
 
 
 def rows(data: Path) -> list[dict[str, Any]]:

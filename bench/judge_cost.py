@@ -24,6 +24,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _benchdata import benchdata_file  # noqa: E402
 
 from ragmon.scoring.local import LocalJudge  # noqa: E402
 from ragmon.scoring.reader.data import ragtruth_fold  # noqa: E402
@@ -48,10 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", type=int, default=60)
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args(argv)
-    data = Path(os.environ.get("RAGMON_BENCHDATA", ROOT.parent / "shared" / "benchdata"))
-    path = data / "ragtruth_qa_dev.jsonl"
-    if not path.is_file():
-        raise SystemExit(f"needs {path}: run `make benchdata` or set RAGMON_BENCHDATA")
+    path = benchdata_file("ragtruth_qa_dev.jsonl")
     rows = [r for r in map(json.loads, path.open(encoding="utf-8")) if ragtruth_fold(r) == "heldout"][: args.rows]
     without, with_reader = LocalJudge(reader=False, cache_size=0), LocalJudge(cache_size=0)
     for judge in (without, with_reader):  # warm-up: first runs allocate

@@ -31,10 +31,13 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _benchdata import benchdata_dir, require  # noqa: E402
 
 from ragmon.scoring.text import STOPWORDS  # noqa: E402
 
-BENCHDATA = ROOT.parent / "shared" / "benchdata"
+BENCHDATA = benchdata_dir()  # RAGMON_BENCHDATA or .cache/benchdata (`make benchdata`)
 PAIRS = ROOT / "bench" / "data" / "one_edit_pairs.jsonl"
 RESULT = ROOT / "docs" / "one-edit-pairs.json"
 SETS = ("qa", "summary", "data2txt")
@@ -295,6 +298,7 @@ def main() -> int:
                         help="every dev row (default: only the reader's held-out fold, rows it never trained on)")
     parser.add_argument("--out", type=Path, default=RESULT)
     args = parser.parse_args()
+    require(*(f"ragtruth_{name}_dev.jsonl" for name in SETS))
     global READER, HELDOUT_ONLY
     READER, HELDOUT_ONLY = not args.no_reader, not args.all_rows
     if args.build:

@@ -204,6 +204,7 @@ def write_pairs(pairs: Sequence[Pair], path: Path) -> None:
             f.write(json.dumps(asdict(p), ensure_ascii=False) + "\n")
 
 
-def default_benchdata() -> Path | None:
+def default_benchdata() -> Path:
+    """``RAGMON_BENCHDATA`` (a local copy), else ``.cache/benchdata`` (what `make benchdata` fetches)."""
     env = os.environ.get(ragmon_env.BENCHDATA)
-    return Path(env) if env else None
+    return Path(env) if env else Path(".cache/benchdata")
