@@ -1,26 +1,32 @@
 """The agent: source -> assembler -> latency (all traces) -> sampler -> judge -> metrics.
 
-It owns the lifecycles (source, judge workers, metrics server) and the accounting that
-the rules of the house demand: every trace that enters ends as exactly one of scored,
-skipped{reason} or failed{reason}, and a source's delivery token (a Kafka offset) is
-released only once every trace with spans in that delivery is accounted for.
+Every trace that enters ends as exactly one of scored, skipped{reason} or failed{reason}, and a
+source's delivery token (a Kafka offset) is released only once every trace with spans in that
+delivery is accounted for. The agent is made of parts with narrow interfaces, each tested alone,
+wired by one function:
 
-One class, ``Agent``, assembled from parts that each fit in one reading (private modules):
-
-- ``_state``      the fields every part shares (declared once, so each part type-checks alone)
-- ``_accounting`` how a trace ends (scored / skipped / failed) and when delivery tokens go back
-- ``_admission``  back-pressure, OTLP admission and the power-sampling plan export
-- ``_steps``      the per-trace path: spans in -> assemble -> sample -> judge -> record scores
-- ``_lifecycle``  start / stop, metrics server, source, background tasks, readiness
-- ``_agent``      ``Agent`` itself: the constructor that wires the collaborators
-- ``_latency``    the latency-only path: a trace outside the judging sample, same metrics and accounting
-
-and the command that runs it, ``command`` (``ragmon agent``: flags generated from the settings table).
+============  ======================================================================================
+module        job
+============  ======================================================================================
+ledger        ``DeliveryLedger``: traces in flight, recent ids, delivery tokens <-> traces, their
+              release and the Kafka hand-off (forget / let go) — the one accounting call, ``account``
+latency       ``LatencyRecorder``: what every trace records, one path for traces read in full and
+              for latency only (received, incomplete, duplicates, latencies, P95, release, traffic)
+admission     ``Admission``: back-pressure and OTLP admission from the judge backlog
+judge_pool    ``JudgePool``: the queue, the workers, the timeout; every judgement one ``JudgeOutcome``
+scores        ``ScoreRecorder``: judge + evaluator scores merged (``EvaluatorSet.merge``, shared with
+              ``ragmon eval``), contradictions, diagnosis, /worst, /traces/{id}, listeners
+router        ``TraceRouter``: the ``SpanSink`` — spans in -> assemble -> record -> sample -> judge ->
+              an outcome, each branch ending in exactly one accounting call
+wiring        ``build_parts``: every part from ``AgentConfig.section(...)``, wired
+agent         ``Agent``: the parts' lifecycles (source, judge pool, metrics server, expiry), readiness
+command       ``ragmon agent``: flags generated from the settings table
+============  ======================================================================================
 """
 
 from __future__ import annotations
 
-from ._agent import Agent
-from ._state import ScoreListener
+from .agent import Agent
+from .scores import ScoreListener
 
 __all__ = ["Agent", "ScoreListener"]

@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from ..config import AGENT_SETTINGS, AgentConfig, load_agent_config
 from ..config_values import Setting
-from ._agent import Agent
+from .agent import Agent
 
 NAME: Final = "agent"
 HELP: Final = "run the agent (sidecar): receive spans, score a sample, serve /metrics"

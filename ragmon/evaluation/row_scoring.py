@@ -9,7 +9,6 @@ retrieval metrics and records the failure (``judge_failed``) in the row's proble
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -87,9 +86,9 @@ def combine(row: GoldenRow, observation: Observation, scores: Scores | None, jud
     details: dict[str, Any] = {}
     verdict: str | None = None
     reason = ""
-    if options.evaluators:
-        scores = _with_evaluators(observation, scores, options.evaluators)
-    roles = {e.name: e.role for e in options.evaluators.specs if e.role} if options.evaluators else None
+    if options.evaluators:  # merged as the agent merges a judged trace's (EvaluatorSet.merge)
+        scores, _ = options.evaluators.merge(observation.trace, scores)
+    roles = options.evaluators.roles if options.evaluators else None
     if scores is not None:
         metrics.update(scores.values)
         metrics.update(scores.custom)
@@ -104,17 +103,6 @@ def combine(row: GoldenRow, observation: Observation, scores: Scores | None, jud
         reason = f"{miss} at k={options.primary_k}" + (f"; {reason}" if reason else "")
     return RowResult(row=row, observation=observation, metrics=metrics, verdict=verdict, verdict_reason=reason,
                      miss_class=miss, details=details)
-
-
-def _with_evaluators(observation: Observation, scores: Scores | None, evaluators: EvaluatorSet) -> Scores:
-    """The row's scores with the declared evaluators' (the LLM judge's criteria verdicts are in
-    ``scores.custom``; a criterion without one is None, like a metric that cannot be computed)."""
-    trace = observation.trace
-    assert trace is not None
-    results = evaluators.run(trace.question, trace.answer, trace.contexts, scores.custom if scores else None)
-    base = scores if scores is not None else Scores({})
-    details = {**base.details, **({sc.DETAIL_EVALUATORS: dict(results.reasons)} if results.reasons else {})}
-    return dataclasses.replace(base, custom=results.scores, details=details)
 
 
 async def score_rows(

@@ -7,10 +7,13 @@ notices a verdict the reply left out.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from .. import semconv as sc
+from ..types import RagTrace, Scores
 from . import spec as s
 from .checks import Outcome, run_heuristic, run_json_schema, run_regex
 
@@ -45,6 +48,23 @@ class EvaluatorSet:
 
     def thresholds(self) -> dict[str, float]:
         return {e.name: e.threshold for e in self.specs}
+
+    @property
+    def roles(self) -> dict[str, str]:
+        """The diagnosis role of each evaluator that declares one (``diagnose``'s ``roles``)."""
+        return {e.name: e.role for e in self.specs if e.role}
+
+    def merge(self, trace: RagTrace, scores: Scores | None) -> tuple[Scores, Results]:
+        """The judge's scores with every evaluator's added: the one place judge and evaluator
+        results meet, for the agent's judged traces and ``ragmon eval``'s rows alike. Evaluator
+        scores go to ``custom`` (the LLM judge's criteria verdicts, read from ``scores.custom``, among
+        them), their reasons to ``details[DETAIL_EVALUATORS]``; ``Results`` also lists the errors."""
+        results = self.run(trace.question, trace.answer, trace.contexts, scores.custom if scores else None)
+        base = scores if scores is not None else Scores({})
+        details = dict(base.details)
+        if results.reasons:
+            details[sc.DETAIL_EVALUATORS] = dict(results.reasons)
+        return dataclasses.replace(base, custom=results.scores, details=details), results
 
     def run(self, question: str | None, answer: str | None, contexts: Sequence[str],
             judged: Mapping[str, float | None] | None = None) -> Results:

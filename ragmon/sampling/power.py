@@ -92,6 +92,30 @@ class PowerTarget:
             raise ValueError("window_s must be > 0 and replicas >= 1")
 
 
+@dataclass(frozen=True, slots=True)
+class DetectSettings:
+    """The power-sampling rows of the agent's settings table (``AgentConfig.section(DetectSettings)``):
+    adaptive rates while ``detect_drop`` is set, else the sampler only reports the fixed rates."""
+
+    detect_drop: float | None = None
+    detect_within_s: float = 3600.0
+    detect_power: float = 0.8
+    detect_alpha: float = 0.05
+    detect_min_rate: float = 0.0
+    detect_max_rate: float = 1.0
+    detect_replicas: int = 1
+
+    @property
+    def adaptive(self) -> bool:
+        return self.detect_drop is not None
+
+    def target(self) -> PowerTarget:
+        """The target (a drop of 5 % when none is set: what the fixed rates are reported against)."""
+        return PowerTarget(drop=self.detect_drop or 0.05, window_s=self.detect_within_s, power=self.detect_power,
+                           alpha=self.detect_alpha, min_rate=self.detect_min_rate, max_rate=self.detect_max_rate,
+                           replicas=self.detect_replicas)
+
+
 class _Traffic:
     """Traces per second over the last window, from per-minute buckets (bounded memory)."""
 

@@ -36,6 +36,19 @@ class SampleDecision:
 
 
 @dataclass(frozen=True, slots=True)
+class SamplingSettings:
+    """The sampling rows of the agent's settings table: field names are setting names, so
+    ``AgentConfig.section(SamplingSettings)`` fills it (``SamplingPolicy.from_settings``)."""
+
+    sample_rate: float = 1.0
+    pipeline_sample_rates: Mapping[str, float] = field(default_factory=dict)
+    priority_errors: bool = True
+    priority_feedback: bool = True
+    priority_slow_retrieval_s: float | None = None
+    priority_min_top_score: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class SamplingPolicy:
     rate: float = 1.0
     pipeline_rates: Mapping[str, float] = field(default_factory=dict)
@@ -43,6 +56,18 @@ class SamplingPolicy:
     priority_feedback: bool = True
     slow_retrieval_s: float | None = None
     min_top_score: float | None = None
+
+    @classmethod
+    def from_settings(cls, settings: SamplingSettings) -> SamplingPolicy:
+        """The agent's policy, from its settings section (``AgentConfig.section(SamplingSettings)``)."""
+        return cls(rate=settings.sample_rate, pipeline_rates=dict(settings.pipeline_sample_rates),
+                   priority_errors=settings.priority_errors, priority_feedback=settings.priority_feedback,
+                   slow_retrieval_s=settings.priority_slow_retrieval_s, min_top_score=settings.priority_min_top_score)
+
+    @property
+    def max_rate(self) -> float:
+        """The highest rate any pipeline is sampled at."""
+        return max([self.rate, *self.pipeline_rates.values()])
 
     def rate_for(self, pipeline: str) -> float:
         return self.pipeline_rates.get(pipeline, self.rate)
