@@ -250,10 +250,61 @@ def run_phase(name: str, args: argparse.Namespace, bootstrap: str, topic: str, s
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def phase_path(shape: str, repeats: int) -> dict[str, Any]:
-    """CPU µs per message of decode + assembly + latency-only view, the best of ``repeats`` passes."""
+def path_messages(shape: str) -> list[bytes]:
+    """5,000 messages of one kind of traffic, one trace each (unique trace ids)."""
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+    request = ExportTraceServiceRequest.FromString(template_request() if shape == "ids" else text_template_request())
+    spans = [s for rs in request.resource_spans for ss in rs.scope_spans for s in ss.spans]
+    rng = random.Random(7)
+    messages = []
+    for _ in range(5000):
+        trace_id = rng.getrandbits(128).to_bytes(16, "big")
+        for span in spans:
+            span.trace_id = trace_id
+        messages.append(request.SerializeToString())
+    return messages
+
+
+def phase_agent_path(shape: str, repeats: int, full: bool) -> dict[str, Any]:
+    """CPU µs per message of the agent's whole per-message path without the broker: decode with the
+    agent's ``latency_only`` (none with ``full``: ``--no-fast-path``), ``agent.submit`` of each message's
+    spans with a delivery token, 100 messages per ``agent.batch()`` (as the Kafka source hands a fetch
+    over), every trace accounted as skipped{not_sampled}; the best of ``repeats`` passes."""
+    from prometheus_client import CollectorRegistry
+
+    from ragmon.agent import Agent
+    from ragmon.config import load_agent_config
+    from ragmon.ingest._native import state
+
+    try:
+        from ragmon.ingest.decode.otlp import decode_traces_payload
+    except ImportError:  # a checkout from before ingest/ was split by job (the readers in ingest/ itself)
+        from ragmon.ingest.otlp import decode_traces_payload  # type: ignore[import-not-found,no-redef]
+
+    messages = path_messages(shape)
+    settings = {"sample_rate": 0.0, "fast_path": not full, "metrics_port": 0, "trace_timeout_s": 30.0,
+                "max_open_traces": 100_000}
+    passes = []
+    for _ in range(repeats):
+        agent = Agent(load_agent_config(settings, environ={}), registry=CollectorRegistry(), judge=_NoJudge())  # type: ignore[arg-type]
+        latency_only = agent.latency_only
+        assert (latency_only is None) == full
+        cpu = time.process_time()
+        for start in range(0, len(messages), 100):
+            with agent.batch():
+                for offset in range(start, min(start + 100, len(messages))):
+                    agent.submit(decode_traces_payload(messages[offset], "otlp_proto", latency_only).spans,
+                                 ("bench", 0, offset))
+        passes.append(1e6 * (time.process_time() - cpu) / len(messages))
+        skipped = agent.metrics.registry.get_sample_value(
+            "ragmon_traces_skipped_total", {"service": "bench", "pipeline": "search", "reason": "not_sampled"})
+        assert skipped == len(messages), skipped  # every trace accounted
+    return {"us": min(passes), "passes": passes, "state": state()}
+
+
+def phase_path(shape: str, repeats: int) -> dict[str, Any]:
+    """CPU µs per message of decode + assembly + latency-only view, the best of ``repeats`` passes."""
     from ragmon.ingest import extract
     from ragmon.ingest._native import state
     from ragmon.ingest.assembler import TraceAssembler
@@ -269,15 +320,7 @@ def phase_path(shape: str, repeats: int) -> dict[str, Any]:
         from ragmon.ingest import otlp_light  # type: ignore[attr-defined]
 
         latency_only = otlp_light.LatencyOnly(0.0, extract.latency_keys())
-    request = ExportTraceServiceRequest.FromString(template_request() if shape == "ids" else text_template_request())
-    spans = [s for rs in request.resource_spans for ss in rs.scope_spans for s in ss.spans]
-    rng = random.Random(7)
-    messages = []
-    for _ in range(5000):
-        trace_id = rng.getrandbits(128).to_bytes(16, "big")
-        for span in spans:
-            span.trace_id = trace_id
-        messages.append(request.SerializeToString())
+    messages = path_messages(shape)
     passes = []
     for _ in range(repeats):
         assembler = TraceAssembler(trace_timeout_s=30, max_open_traces=100_000, max_spans_per_trace=100)
@@ -292,13 +335,16 @@ def phase_path(shape: str, repeats: int) -> dict[str, Any]:
     return {"us": min(passes), "passes": passes, "state": state()}
 
 
-def run_path(args: argparse.Namespace, shape: str, base: bool, pure: bool) -> dict[str, Any]:
+def run_path(args: argparse.Namespace, shape: str, base: bool, pure: bool, agent: str | None = None) -> dict[str, Any]:
+    """One path run in its own process: ``agent`` None (decode + assembly + view), "fast" or "full"
+    (the agent's whole per-message path, ``phase_agent_path``)."""
     env = {k: v for k, v in os.environ.items() if k != "RAGMON_PURE_PYTHON"}
     if pure:
         env["RAGMON_PURE_PYTHON"] = "1"
     if base:
         env["PYTHONPATH"] = str(args.baseline)
-    cmd = [sys.executable, __file__, "--phase", "path", "--shape", shape, "--path-repeats", str(args.path_repeats)]
+    cmd = [sys.executable, __file__, "--phase", "path" if agent is None else f"agent-path-{agent}", "--shape", shape,
+           "--path-repeats", str(args.path_repeats)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
     return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
@@ -334,6 +380,9 @@ def _phase_main(args: argparse.Namespace) -> None:
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})  # one core
     if args.phase == "path":
         print(json.dumps(phase_path(args.shape, args.path_repeats)))
+        return
+    if args.phase in ("agent-path-fast", "agent-path-full"):
+        print(json.dumps(phase_agent_path(args.shape, args.path_repeats, full=args.phase.endswith("full"))))
         return
     if args.phase == "ceiling":
         result = asyncio.run(phase_ceiling(args.bootstrap, args.topic, args.spans, args.partitions))
@@ -482,6 +531,47 @@ def render(args: argparse.Namespace, results: dict[str, dict[str, dict[str, floa
     return "\n".join(lines)
 
 
+AgentPaths = dict[tuple[str, str, bool], list[dict[str, Any]]]  # (shape, fast|full, baseline) -> runs
+
+
+def agent_paths_of(args: argparse.Namespace, shapes: tuple[str, ...]) -> AgentPaths:
+    """The agent's per-message path (``phase_agent_path``), fast and full, this build and the baseline,
+    3 runs each in turn (the baseline first every other time): (shape, fast|full, baseline) -> runs."""
+    runs: AgentPaths = {}
+    for shape in shapes:
+        for path in ("fast", "full"):
+            for index in range(3):
+                for base in ((True, False) if index % 2 else (False, True)):
+                    runs.setdefault((shape, path, base), []).append(run_path(args, shape, base, False, path))
+    return runs
+
+
+def render_agent_paths(args: argparse.Namespace, runs: AgentPaths, checkouts: dict[str, str]) -> str:
+    """The table of the agent's own per-message path, this build against the baseline."""
+    lines = [
+        f"The agent's whole per-message path without the broker (`agent path`: decode, `Agent.submit` with a "
+        f"delivery token, 100 messages per `Agent.batch()`, every trace accounted as skipped{{not_sampled}}; "
+        f"5,000 messages in memory, one core; CPU µs per message, the best of {args.path_repeats} passes, each "
+        f"build run 3 times in turn, the best run shown with all three), this build ({checkouts['this']}) "
+        f"against the baseline ({checkouts['baseline']}); {_cpu()}, load average {os.getloadavg()[0]:.1f}:",
+        "",
+        "| traffic, path | this build | baseline | this / baseline |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for (shape, path, base), this in runs.items():
+        if base:
+            continue
+        before = runs[(shape, path, True)]
+        best, best_base = min(r["us"] for r in this), min(r["us"] for r in before)
+        label = "latency-only fast path" if path == "fast" else "full path (`--no-fast-path`)"
+        listed = ", ".join(f"{r['us']:.1f}" for r in this)
+        listed_base = ", ".join(f"{r['us']:.1f}" for r in before)
+        lines.append(f"| {shape}, {label} | {best:.1f} µs ({listed}) | {best_base:.1f} µs ({listed_base}) | "
+                     f"{best / best_base:.3f} |")
+    lines += ["", "Below 1: this build spends less CPU per message."]
+    return "\n".join(lines)
+
+
 # Where the time goes. cProfile (RAGMON_BENCH_PROFILE=<path> writes <path>.<traffic>.agent and
 # <path>.<traffic>.agent-full pstats files) does not see inside the compiled modules, so the split
 # below is an instruction count (valgrind --tool=callgrind) of the agent's per-message path without
@@ -531,7 +621,10 @@ def main() -> int:
                              "runs in the same rounds, alternating with this one's")
     parser.add_argument("--path-repeats", type=int, default=5,
                         help="passes over the messages per path run (with --baseline; the best counts)")
-    parser.add_argument("--phase", choices=("ceiling", "agent", "agent-full", "path"), help=argparse.SUPPRESS)
+    parser.add_argument("--paths-only", action="store_true",
+                        help="with --baseline: only the runs without the broker (path and agent path), printed")
+    parser.add_argument("--phase", choices=("ceiling", "agent", "agent-full", "path", "agent-path-fast",
+                                            "agent-path-full"), help=argparse.SUPPRESS)
     parser.add_argument("--shape", choices=("ids", "text"), help=argparse.SUPPRESS)
     parser.add_argument("--topic", help=argparse.SUPPRESS)
     parser.add_argument("--spans", type=int, help=argparse.SUPPRESS)
@@ -539,6 +632,13 @@ def main() -> int:
     args = parser.parse_args()
     if args.phase:
         _phase_main(args)
+        return 0
+
+    if args.paths_only:
+        if args.baseline is None:
+            parser.error("--paths-only compares with --baseline")
+        print(render_agent_paths(args, agent_paths_of(args, ("ids", "text")), {
+            "this": _checkout(REPO), "baseline": _checkout(args.baseline.resolve())}))
         return 0
 
     sys.path.insert(0, str(REPO / "scripts"))
@@ -588,6 +688,7 @@ def main() -> int:
                     for index in range(3):  # in turn, the baseline first every other time
                         for base in ((True, False) if index % 2 else (False, True)):
                             paths.setdefault((shape, base, pure), []).append(run_path(args, shape, base, pure))
+        agent_paths = agent_paths_of(args, tuple(topics)) if args.baseline is not None else {}
         load_after = os.getloadavg()[0]
     finally:
         if broker is not None:
@@ -597,6 +698,9 @@ def main() -> int:
         checkouts["baseline"] = _checkout(args.baseline.resolve())
     section = render(args, results, paired, {k: len(v) for k, v in templates.items()}, (load_before, load_after),
                      versus, checkouts, paths)
+    if agent_paths:
+        table = render_agent_paths(args, agent_paths, checkouts)
+        section = section.replace(PROFILE_NOTE, table + "\n\n" + PROFILE_NOTE)
     print(section)
     if args.write_docs:
         write_docs(section)
