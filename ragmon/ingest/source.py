@@ -5,7 +5,8 @@ A source decodes what it receives into ``SpanRecord``s and hands them to the age
 ``(topic, partition, offset)``). The agent calls ``source.release(token)`` once every trace
 that had spans in that delivery is accounted for (scored, skipped or failed), which is
 when a Kafka source may commit the offset. Sources poll ``sink.backpressure()`` and pause
-while it is True instead of buffering without bound.
+while it is True instead of buffering without bound. A Kafka source that loses a partition hands
+its deliveries on (``hand_over_where``) and asks which traces are still unaccounted (``unaccounted``).
 
 The sink also says which traces a source may read for latency only (``latency_only``: the
 sampling bound and the keys to read, ``extract.LatencyOnly``); a source reads the spans of those
@@ -16,7 +17,6 @@ traces as ``LightSpan``s then (``decode/otlp_proto.py``), every other span in fu
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Hashable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
@@ -97,9 +97,22 @@ class SpanSink(Protocol):
         """Whether the agent can take this export's traces now; a receiver answers "retry later"
         (503 / UNAVAILABLE) before accepting anything when it cannot."""
 
+    def batch(self) -> AbstractContextManager[object]:
+        """A scope whose submissions apply their metric updates together at its end (a source hands
+        a fetched batch over inside one; nothing may await inside it)."""
+
     async def flush_where(self, predicate: Callable[[Hashable], bool], timeout_s: float) -> None:
         """Close open traces holding a token that matches ``predicate`` and wait (bounded)
         until they are accounted for, e.g. before partitions are revoked."""
+
+    async def hand_over_where(self, predicate: Callable[[Hashable], bool], timeout_s: float) -> set[str]:
+        """The deliveries matching ``predicate`` go to another consumer (a Kafka partition revoked):
+        forget their open traces unjudged (the next owner reads them again), wait (bounded) for
+        their traces being judged, and let go of their tokens without releasing them. Returns the
+        ids of the traces handed on (a sink that judges nothing partially returns an empty set)."""
+
+    def unaccounted(self, trace_ids: set[str]) -> set[str]:
+        """Those of ``trace_ids`` still being assembled or judged (a sink that cannot tell: all)."""
 
 
 class SpanSource(Protocol):
@@ -133,6 +146,5 @@ def latency_only_of(sink: SpanSink) -> LatencyOnly | None:
 
 def batch_of(sink: SpanSink) -> AbstractContextManager[object]:
     """The sink's ``batch()`` scope (submissions inside apply their metric updates together at
-    its end), or a scope that does nothing for a sink without one."""
-    batch = getattr(sink, "batch", None)
-    return batch() if callable(batch) else contextlib.nullcontext()
+    its end)."""
+    return sink.batch()

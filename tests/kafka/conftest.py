@@ -11,6 +11,7 @@ it fails when it cannot be built, it is never skipped.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import subprocess
@@ -204,9 +205,21 @@ class CollectingSink:
     def admit(self, spans: Sequence[SpanRecord]) -> bool:
         return True
 
+    def batch(self) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()
+
     async def flush_where(self, predicate: Callable[[Hashable], bool], timeout_s: float) -> None:
         self.flushes += 1
         self.release_where(predicate)
+
+    async def hand_over_where(self, predicate: Callable[[Hashable], bool], timeout_s: float) -> set[str]:
+        """This sink judges nothing partially: every held delivery is flushed, none handed on."""
+        await self.flush_where(predicate, timeout_s)
+        return set()
+
+    def unaccounted(self, trace_ids: set[str]) -> set[str]:
+        """It cannot tell which traces are whole: all of them (duplicates, never a loss)."""
+        return set(trace_ids)
 
     def release_where(self, predicate: Callable[[Hashable], bool]) -> None:
         keep = []

@@ -206,21 +206,14 @@ class PartitionHandoff:
 
 async def hand_over(sink: SpanSink, predicate: Callable[[Hashable], bool], timeout_s: float) -> set[str]:
     """A Kafka partition goes to another agent: the sink's ``hand_over_where`` (open traces of it
-    forgotten unjudged, returned), or ``flush_where`` for a sink without one (nothing handed on)."""
-    hand = getattr(sink, "hand_over_where", None)
-    if hand is None:
-        await sink.flush_where(predicate, timeout_s)
-        return set()
-    return set(await hand(predicate, timeout_s))
+    forgotten unjudged, returned)."""
+    return set(await sink.hand_over_where(predicate, timeout_s))
 
 
 def unaccounted(sink: SpanSink, trace_ids: set[str]) -> set[str]:
-    """Which of ``trace_ids`` the sink has not accounted for yet (a sink that cannot tell: all)."""
-    ask = getattr(sink, "unaccounted", None)
-    if ask is None:
-        return trace_ids
+    """Which of ``trace_ids`` the sink has not accounted for yet (``SpanSink.unaccounted``)."""
     try:
-        return set(ask(trace_ids))
+        return set(sink.unaccounted(trace_ids))
     except Exception:  # a broken probe lists nothing as taken: duplicates, never a loss
         log.debug("sink.unaccounted() failed", exc_info=True)
         return trace_ids
