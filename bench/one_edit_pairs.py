@@ -291,7 +291,7 @@ def markdown(result: dict[str, Any]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--build", action="store_true", help="rebuild the pairs file from ../shared/benchdata")
+    parser.add_argument("--build", action="store_true", help="rebuild the pairs file from the RAGTruth dev sets")
     parser.add_argument("--no-ragtruth", action="store_true", help="skip RAGTruth conflict vs baseless")
     parser.add_argument("--no-reader", action="store_true", help="the local judge without the trained reader")
     parser.add_argument("--all-rows", action="store_true",
