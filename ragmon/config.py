@@ -91,6 +91,10 @@ class AgentConfig:
     detect_within_s: float = 3600.0
     detect_power: float = 0.8
     detect_alpha: float = quality.ALERT_ALPHA  # the drop alerts' own level (generate_rules.py DROP_ALPHA)
+    # the false-page budget the alert rules were generated for (generate_rules.py --pipelines/--fleet-budget):
+    # unless --alpha is given, detect_alpha = quality.alert_alpha(alert_pipelines, alert_budget)
+    alert_pipelines: int = 1
+    alert_budget: float = quality.PAGE_BUDGET_PER_30D
     detect_min_rate: float = 0.0
     detect_max_rate: float = 1.0
     detect_replicas: int = 1
@@ -288,9 +292,16 @@ AGENT_SETTINGS: tuple[Setting, ...] = (
        extra_aliases=("--within",)),
     _s("detect_power", "RAGMON_SAMPLER_DETECT_POWER", float_in(0.5, 0.999), "FRACTION",
        "Power-based sampling: probability of detecting a drop of --detect-drop.", extra_aliases=("--power",)),
-    _s("detect_alpha", "RAGMON_SAMPLER_DETECT_ALPHA", float_in(0.0001, 0.5), "FRACTION",
+    _s("detect_alpha", "RAGMON_SAMPLER_DETECT_ALPHA", float_in(1e-9, 0.5), "FRACTION",
        "Power-based sampling: one-sided significance level of the drop alerts' test; keep it equal to "
-       "DROP_ALPHA of the alert rules (the default, quality.ALERT_ALPHA, is).", extra_aliases=("--alpha",)),
+       "DROP_ALPHA of the alert rules (the default, sized from --alert-pipelines and --alert-budget as the "
+       "rules are, is).", extra_aliases=("--alpha",)),
+    _s("alert_pipelines", "RAGMON_SAMPLER_ALERT_PIPELINES", parse_positive_int, "N",
+       "Pipelines behind one Alertmanager that share the false-page budget, as the alert rules were generated "
+       "(deploy/prometheus/generate_rules.py --pipelines): sizes --alpha."),
+    _s("alert_budget", "RAGMON_SAMPLER_ALERT_BUDGET", parse_positive_float, "PAGES",
+       "False pages per 30 days those pipelines share, as the alert rules were generated (generate_rules.py "
+       "--fleet-budget): sizes --alpha."),
     _s("detect_min_rate", "RAGMON_SAMPLER_DETECT_MIN_RATE", parse_rate, "FRACTION",
        "Power-based sampling: lowest judging rate of any pipeline."),
     _s("detect_max_rate", "RAGMON_SAMPLER_DETECT_MAX_RATE", parse_rate, "FRACTION",
@@ -464,6 +475,9 @@ def load_agent_config(
                 values[mapping][key] = value
         elif given:
             values[setting.name] = value
+    if "detect_alpha" not in values:  # the rules' level for the budget they were generated for
+        values["detect_alpha"] = quality.alert_alpha(values.get("alert_pipelines", 1),
+                                                     values.get("alert_budget", quality.PAGE_BUDGET_PER_30D))
     config = AgentConfig(**values)
     validate(config)
     return config

@@ -111,11 +111,27 @@ ONLINE_NAMES: Final[tuple[str, ...]] = tuple(m.name for m in ONLINE)
 
 
 # The drop alerts' significance level, shared by the rule generator (deploy/prometheus/generate_rules.py)
-# and power-based sampling (which sizes the sample for that same test): the false pages per pipeline
-# per 30 days allowed for, spread over every hourly window and online metric of a month (Bonferroni).
-PAGE_BUDGET_PER_30D: Final = 0.5
+# and power-based sampling (which sizes the sample for that same test): the false pages allowed for per
+# 30 days, spread over every test of a month (Bonferroni) — each window length's windows of a month
+# (720 hourly, 120 of 6 h, 30 of 24 h), each alerting share (the online metrics' failing shares and the
+# contradiction share) and each pipeline the budget covers. ``alert_alpha(pipelines=100, budget_per_30d=0.5)``
+# is a fleet of 100 pipelines behind one Alertmanager sharing half a false page a month.
+PAGE_BUDGET_PER_30D: Final = 0.5  # the default budget: per pipeline, or for the fleet when pipelines are given
 HOURS_PER_30D: Final = 30 * 24
-ALERT_ALPHA: Final = PAGE_BUDGET_PER_30D / (HOURS_PER_30D * len(ONLINE))
+ALERT_WINDOWS_H: Final[tuple[int, ...]] = (1, 6, 24)  # the drop tests' windows (generate_rules.py DROP_WINDOWS)
+ALERT_SHARES: Final = len(ONLINE) + 1  # shares that page: each online metric's failing share, the contradiction share
+
+
+def alert_alpha(pipelines: int = 1, budget_per_30d: float = PAGE_BUDGET_PER_30D) -> float:
+    """One-sided level of each window's test so that ``pipelines`` pipelines share ``budget_per_30d``
+    false pages per 30 days."""
+    if pipelines < 1 or budget_per_30d <= 0:
+        raise ValueError(f"need pipelines >= 1 and a positive budget, got {pipelines}, {budget_per_30d}")
+    tests = pipelines * ALERT_SHARES * sum(HOURS_PER_30D / hours for hours in ALERT_WINDOWS_H)
+    return budget_per_30d / tests
+
+
+ALERT_ALPHA: Final = alert_alpha()
 
 
 def is_failing(score: float, threshold: float | None) -> bool:

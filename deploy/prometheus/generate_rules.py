@@ -36,20 +36,23 @@ JOB_SELECTOR = 'job=~"ragmon.*"'
 # --- windows ------------------------------------------------------------------------------
 LATENCY_WINDOW = "5m"  # rate window for latency quantiles
 
-# --- quality: the share of failing answers, now against the same hour of the past week ---------------
+# --- quality: the share of failing answers, now against the same window of the past week ------------
 # A judged trace "fails" a metric when its score is below the metric's threshold (the agent counts
 # them in ragmon_score_failures_total). The drop alerts compare the failing share of the last WINDOW
-# with the same hour of each of the previous SEASONAL_DAYS days: traffic whose question mix changes
-# by hour of day is compared like with like. The test is a two-proportion z test (one-sided: a rise);
-# the alert also needs the estimated rise, corrected for the judge's error rates (Rogan-Gladen:
-# divided by sensitivity + specificity - 1), to be at least MIN_EFFECT x its step. Chosen with
-# `ragmon alerts simulate` (docs/alerts.md has the table).
+# (and of the LONG_WINDOWS, for pipelines too quiet to show a rise within an hour) with the same
+# window of each of the previous SEASONAL_DAYS days: traffic whose question mix changes by hour of
+# day is compared like with like. The test is a two-proportion test of a rise (one-sided) on
+# Anscombe's arcsine scale, 2 (asin sqrt((x + 3/8) / (n + 3/4)) - the same of the baseline) /
+# sqrt(1/n + 1/n_baseline): unlike the plain z it holds its level on the small counts of a quiet
+# pipeline (docs/alerts.md, measured by ragmon/alerts/level.py). The alert also needs the estimated
+# rise, corrected for the judge's error rates (Rogan-Gladen: divided by sensitivity + specificity - 1),
+# to be at least MIN_EFFECT x its step. Chosen with `ragmon alerts simulate` (docs/alerts.md has the table).
 DROP_WARNING = 0.05  # rise of the failing share (0.05 = five points) the warning is sized for
 DROP_CRITICAL = 0.08  # ... the critical alert (the page) is sized for
 MIN_EFFECT = 0.5  # an alert needs an estimated rise of at least this share of its step
 SEASONAL_DAYS = 7
-MIN_SCORED_WINDOW = 30  # scored traces needed in the 1h window before any quality alert
-MIN_SCORED_BASELINE = 200  # scored traces needed in the baseline hours for a relative alert
+MIN_SCORED_WINDOW = 30  # scored traces needed in a window before any quality alert
+MIN_SCORED_BASELINE = 200  # scored traces needed in the baseline windows for a relative alert
 QUALITY_FOR = "10m"
 # Significance: quality.ALERT_ALPHA, the false pages per pipeline per 30 days allowed for, spread over
 # every hourly window and online metric of a month; the agent's --alpha defaults to the same value
@@ -59,7 +62,9 @@ QUALITY_FOR = "10m"
 # series from agents older than the `sample` label, so an upgrade does not restart the baseline.
 RATE_STREAM = 'sample!="priority"'
 PRIORITY_STREAM = 'sample="priority"'
-WINDOW = "1h"  # the "current" quality window
+WINDOW = "1h"  # the "current" quality window: means, shares and the first drop test
+LONG_WINDOWS: tuple[str, ...] = ("6h", "24h")  # further drop tests: a quiet pipeline has its samples there
+LONG_INTERVAL = "5m"  # the long windows' group: they move slowly, and their 7 offsets are the costly rules
 BASELINE = "7d"  # the dashboard's long mean (ragmon:score_ratio:mean7d); alerts use the seasonal baseline
 SAME_HOUR = f"same_hour_{SEASONAL_DAYS}d"
 
@@ -81,10 +86,22 @@ def _load_quality_table() -> ModuleType:
 # Alerts and panels for every metric the agent judges online, from the quality table:
 # m.name (the `metric` label), m.alert (alert name stem), m.title, m.floor, m.stage.
 QUALITY_METRICS = _load_quality_table().ONLINE
-DROP_ALPHA = _load_quality_table().ALERT_ALPHA
+# The false-page budget: PIPELINES pipelines behind one Alertmanager share FLEET_BUDGET_PER_30D false pages
+# a month (quality.alert_alpha: Bonferroni over every window, alerting share and pipeline); --pipelines and
+# --fleet-budget write a rules file for a fleet. The agent's --alpha must be the same level: give it the
+# same --alert-pipelines / --alert-budget.
+PIPELINES = 1
+FLEET_BUDGET_PER_30D = _load_quality_table().PAGE_BUDGET_PER_30D
+DROP_ALPHA = _load_quality_table().alert_alpha(PIPELINES, FLEET_BUDGET_PER_30D)
 DROP_Z = round(NormalDist().inv_cdf(1 - DROP_ALPHA), 2)  # one-sided: a rise
+# Absolute floors of the 1h mean score (Ragmon*BelowFloor): off unless set. A judge puts healthy answers of
+# some domains near any fixed floor (the local judge: data-to-text near 0.5), where a floor fires on a
+# pipeline whose quality never changed; set one per metric from your own pipeline (ragmon:score_ratio:mean7d,
+# or a fitted profile's threshold) with --floor METRIC=VALUE, or here.
+FLOORS: dict[str, float] = {}
 FLOOR_FOR = "15m"
 FLOOR_SEVERITY = "warning"
+CONTRADICTIONS = "contradictions"  # the `metric` label of the contradiction check's error-rate gauges
 
 # --- latency ------------------------------------------------------------------------------------
 RETRIEVAL_P95_WARNING_S = 0.5
@@ -160,71 +177,83 @@ def _sp_query(record: str) -> str:
     return f'"{record}{{service=%q,pipeline=%q}}" $labels.service $labels.pipeline'
 
 
-def _same_hour(expr: str, by: str) -> str:
-    """``expr`` (a range selector ``[WINDOW]`` inside) summed over the same hour of the past days.
+def _seconds(duration: str) -> int:
+    """'6h' -> 21600 (the long windows are whole hours or days)."""
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    return int(duration[:-1]) * units[duration[-1]]
+
+
+def _same_hour(expr: str, by: str, window: str | None = None) -> str:
+    """``expr`` (a range selector ``[window]`` inside) summed over the same window of the past days.
 
     Each day's value gets its own ``day`` label before the sum, so a day without data (a new
     pipeline, an agent outage) leaves a smaller baseline instead of none."""
+    w = window or WINDOW
     days = [
-        f'label_replace({expr.replace(f"[{WINDOW}]", f"[{WINDOW}] offset {d}d")}, "day", "{d}", "", "")'
+        f'label_replace({expr.replace(f"[{w}]", f"[{w}] offset {d}d")}, "day", "{d}", "", "")'
         for d in range(1, SEASONAL_DAYS + 1)
     ]
     return f"sum by ({by}) (\n  " + "\n  or ".join(days) + "\n)"
 
 
 def _share_rise_rules(events: str, events_counter: str, total: str, total_counter: str,
-                      by: str) -> list[dict[str, object]]:
+                      by: str, w: str) -> list[dict[str, object]]:
     """Recording rules for a share that must not rise: ``events_counter`` over ``total_counter`` in the
-    last WINDOW and in the same hour of the past SEASONAL_DAYS days, and the one-sided two-proportion
-    z of the rise (pooled variance) that the drop and contradiction alerts compare with DROP_Z.
+    last window ``w`` and in the same window of the past SEASONAL_DAYS days, and the one-sided test
+    statistic of the rise that the drop and contradiction alerts compare with DROP_Z: the difference
+    of the two shares on Anscombe's arcsine scale, whose variance is 1/(4n) whatever the share, so
+    that small counts keep the test's level (the plain z with a pooled variance fires up to 9x too
+    often at 30 traces a window; docs/alerts.md).
 
-    Names: ``{total}:increase1h`` (and ``_same_hour``), ``{events}:increase1h``, ``{events}:share1h``,
-    ``{events}:pooled_share1h``, ``{events}:rise_z1h``."""
-    w, b = WINDOW, SAME_HOUR
+    Names (for ``w`` = 1h): ``{total}:increase1h`` (and ``_same_hour_7d``), ``{events}:increase1h``,
+    ``{events}:share1h``, ``{events}:rise_z1h``."""
+    b = SAME_HOUR
     e_w, n_w, e_b, n_b = f"{events}:increase{w}", f"{total}:increase{w}", f"{events}:increase{w}_{b}", \
         f"{total}:increase{w}_{b}"
-    p_w, p_b, pooled = f"{events}:share{w}", f"{events}:share{w}_{b}", f"{events}:pooled_share{w}"
+    p_w, p_b = f"{events}:share{w}", f"{events}:share{w}_{b}"
+
+    def arcsine(e: str, n: str) -> str:
+        return f"asin(sqrt(({e} + 0.375) / on({by}) ({n} + 0.75)))"
+
+    if w == WINDOW:
+        counts = [
+            {"record": n_w, "expr": f"sum by ({by}) (increase({total_counter}[{w}]))"},
+            {"record": e_w, "expr": f"sum by ({by}) (increase({events_counter}[{w}]))"},
+            {"record": n_b, "expr": _same_hour(f"increase({total_counter}[{w}])", by, w)},
+            {"record": e_b, "expr": _same_hour(f"increase({events_counter}[{w}])", by, w)},
+        ]
+    else:  # a long window: the sum of the hourly counts recorded above, read at whole hours
+        hours = f"[{_seconds(w) - 1}s:{WINDOW}]"
+        n_1, e_1 = f"{total}:increase{WINDOW}", f"{events}:increase{WINDOW}"
+        counts = [
+            {"record": n_w, "expr": f"sum_over_time({n_1}{hours})"},
+            {"record": e_w, "expr": f"sum_over_time({e_1}{hours})"},
+            {"record": n_b, "expr": _same_hour(f"sum_over_time({n_1}{hours})", by, hours.strip('[]'))},
+            {"record": e_b, "expr": _same_hour(f"sum_over_time({e_1}{hours})", by, hours.strip('[]'))},
+        ]
     return [
-        {"record": n_w, "expr": f"sum by ({by}) (increase({total_counter}[{w}]))"},
-        {"record": e_w, "expr": f"sum by ({by}) (increase({events_counter}[{w}]))"},
-        {"record": n_b, "expr": _same_hour(f"increase({total_counter}[{w}])", by)},
-        {"record": e_b, "expr": _same_hour(f"increase({events_counter}[{w}])", by)},
+        *counts,
         {"record": p_w, "expr": f"{e_w}\n/ on({by})\n({n_w} > 0)"},
         {"record": p_b, "expr": f"{e_b}\n/ on({by})\n({n_b} > 0)"},
-        {"record": pooled, "expr": f"({e_w} + on({by}) {e_b})\n/ on({by})\n({n_w} + on({by}) {n_b})"},
-        # two-proportion z of the rise (window share - baseline share), pooled variance; > DROP_Z pages
+        # the rise on the arcsine scale, in standard errors; > DROP_Z pages
         {"record": f"{events}:rise_z{w}", "expr": (
-            f"({p_w} - on({by}) {p_b})\n/ on({by})\nsqrt(\n"
-            f"  clamp_min({pooled} * (1 - {pooled}), 0.0001)\n"
-            f"  * on({by}) (1 / {n_w} + on({by}) 1 / {n_b})\n)"
+            f"2 * (\n  {arcsine(e_w, n_w)}\n  - on({by})\n  {arcsine(e_b, n_b)}\n)\n"
+            f"/ on({by})\nsqrt(1 / ({n_w} > 0) + on({by}) 1 / ({n_b} > 0))"
         )},
     ]
 
 
-def recording_rules() -> dict[str, list[dict[str, object]]]:
-    score_sum, score_count = f"ragmon_score_ratio_sum{{{RATE_STREAM}}}", f"ragmon_score_ratio_count{{{RATE_STREAM}}}"
+def _failing_share_rules(w: str) -> list[dict[str, object]]:
+    """The failing share's rise test over window ``w`` and the user's unit beside it: the estimated
+    share of failing answers, its 95 % half-interval and its rise (corrected for the judge's errors)."""
     failures = f"ragmon_score_failures_total{{{RATE_STREAM}}}"
-
-    def mean(window: str) -> str:
-        return f"sum by ({SPJM}) (rate({score_sum}[{window}]))\n/\nsum by ({SPJM}) (rate({score_count}[{window}]))"
-
-    w = WINDOW
+    score_count = f"ragmon_score_ratio_count{{{RATE_STREAM}}}"
     n_w = f"ragmon:score_ratio_count:increase{w}"
     p_w, p_b = f"ragmon:score_failures:share{w}", f"ragmon:score_failures:share{w}_{SAME_HOUR}"
     youden, false_pos = "ragmon:judge_youden:ratio", "ragmon:judge_false_positive:ratio"
     jm = "judge, metric"
-    quality = [
-        {"record": f"ragmon:score_ratio:mean{w}", "expr": mean(w)},
-        *_share_rise_rules("ragmon:score_failures", failures, "ragmon:score_ratio_count", score_count, SPJM),
-        # the judge's error rates (ragmon_judge_{sensitivity,specificity}_ratio, from the judge's
-        # profile or its measured defaults): J = sensitivity + specificity - 1 turns observed
-        # shares into estimated true ones (Rogan-Gladen); judges without them stay uncorrected
-        {"record": youden, "expr": (
-            f"clamp_min(\n  max by ({jm}) (ragmon_judge_sensitivity_ratio)\n"
-            f"  + on({jm}) max by ({jm}) (ragmon_judge_specificity_ratio)\n  - 1,\n  0.05\n)"
-        )},
-        {"record": false_pos, "expr": f"1 - max by ({jm}) (ragmon_judge_specificity_ratio)"},
-        # the user's unit: the estimated share of failing answers, its 95 % half-interval and its rise
+    return [
+        *_share_rise_rules("ragmon:score_failures", failures, "ragmon:score_ratio_count", score_count, SPJM, w),
         {"record": f"ragmon:failing_share:ratio{w}", "expr": (
             f"clamp(\n  ({p_w} - on({jm}) group_left() {false_pos})\n  / on({jm}) group_left() {youden},\n  0, 1\n)"
             f"\nor\n{p_w}"
@@ -236,6 +265,28 @@ def recording_rules() -> dict[str, list[dict[str, object]]]:
         {"record": f"ragmon:failing_share:rise{w}", "expr": (
             f"({p_w} - on({SPJM}) {p_b})\n/ on({jm}) group_left() {youden}\nor\n({p_w} - on({SPJM}) {p_b})"
         )},
+    ]
+
+
+def recording_rules() -> dict[str, list[dict[str, object]]]:
+    score_sum, score_count = f"ragmon_score_ratio_sum{{{RATE_STREAM}}}", f"ragmon_score_ratio_count{{{RATE_STREAM}}}"
+
+    def mean(window: str) -> str:
+        return f"sum by ({SPJM}) (rate({score_sum}[{window}]))\n/\nsum by ({SPJM}) (rate({score_count}[{window}]))"
+
+    youden, false_pos = "ragmon:judge_youden:ratio", "ragmon:judge_false_positive:ratio"
+    jm = "judge, metric"
+    quality = [
+        {"record": f"ragmon:score_ratio:mean{WINDOW}", "expr": mean(WINDOW)},
+        # the judge's error rates (ragmon_judge_{sensitivity,specificity}_ratio, from the judge's
+        # profile or its measured defaults): J = sensitivity + specificity - 1 turns observed
+        # shares into estimated true ones (Rogan-Gladen); judges without them stay uncorrected
+        {"record": youden, "expr": (
+            f"clamp_min(\n  max by ({jm}) (ragmon_judge_sensitivity_ratio)\n"
+            f"  + on({jm}) max by ({jm}) (ragmon_judge_specificity_ratio)\n  - 1,\n  0.05\n)"
+        )},
+        {"record": false_pos, "expr": f"1 - max by ({jm}) (ragmon_judge_specificity_ratio)"},
+        *_failing_share_rules(WINDOW),
         {
             "record": f"ragmon:traces_scored:increase{WINDOW}",
             "expr": f"sum by ({SP}) (increase(ragmon_traces_scored_total[{WINDOW}]))",
@@ -286,17 +337,27 @@ SPJ = "service, pipeline, judge"
 CONTRADICTION_ALERT = "RagmonContradictionsRise"
 
 
-def contradiction_rules() -> list[dict[str, object]]:
-    """The share of judged answers with a contradicted claim (the judges' claim verdicts), now
-    against the same hour of the past days: recording rules, then a warning and a critical alert
-    built like the drop alerts (one-sided two-proportion z test, minimum effect, count guards).
-    No error-rate correction: the contradiction check has no measured sensitivity to correct with."""
-    w, b = WINDOW, SAME_HOUR
+def _window_label(w: str) -> dict[str, str]:
+    return {"window": w}
+
+
+def contradiction_rules(w: str) -> list[dict[str, object]]:
+    """The share of judged answers with a contradicted claim (the judges' claim verdicts) over window
+    ``w``, now against the same window of the past days: recording rules, then a warning and a critical
+    alert built like the drop alerts (one-sided rise test, minimum effect, count guards). The rise is
+    corrected for the contradiction check's measured error rates where the judge exports them
+    (``ragmon_judge_{sensitivity,specificity}_ratio{metric="contradictions"}``), as the failing shares are."""
+    b = SAME_HOUR
     events, total = "ragmon:answers_contradicting", "ragmon:answers_checked"
     n_w, n_b = f"{total}:increase{w}", f"{total}:increase{w}_{b}"
     p_w, p_b, z = f"{events}:share{w}", f"{events}:share{w}_{b}", f"{events}:rise_z{w}"
+    rise = f"ragmon:contradicting_share:rise{w}"
+    youden = f'ragmon:judge_youden:ratio{{metric="{CONTRADICTIONS}"}}'
     rules = _share_rise_rules(events, f"ragmon_answers_contradicting_total{{{RATE_STREAM}}}", total,
-                              f"ragmon_answers_checked_total{{{RATE_STREAM}}}", SPJ)
+                              f"ragmon_answers_checked_total{{{RATE_STREAM}}}", SPJ, w)
+    rules.append({"record": rise, "expr": (
+        f"({p_w} - on({SPJ}) {p_b})\n/ on(judge) group_left() {youden}\nor\n({p_w} - on({SPJ}) {p_b})"
+    )})
     sel = "{service=%q,pipeline=%q,judge=%q}"
     args = "$labels.service $labels.pipeline $labels.judge"
     pct = "humanizePercentage"
@@ -306,38 +367,41 @@ def contradiction_rules() -> list[dict[str, object]]:
     for severity, step in (("warning", DROP_WARNING), ("critical", DROP_CRITICAL)):
         rules.append(_alert(
             CONTRADICTION_ALERT,
-            f"{p_w} - on({SPJ}) {p_b} >= {_r(round(step * MIN_EFFECT, 4))}\n"
+            f"{rise} >= {_r(round(step * MIN_EFFECT, 4))}\n"
             f"and on({SPJ}) {z} > {_r(DROP_Z)}\n"
             f"and on({SPJ}) {n_w} >= {MIN_SCORED_WINDOW}\n"
             f"and on({SPJ}) {n_b} >= {MIN_SCORED_BASELINE}",
             QUALITY_FOR,
             severity,
-            f"Answers contradicting their sources in {{{{ $labels.service }}}}/{{{{ $labels.pipeline }}}}: {share}, "
-            f"+{{{{ $value | {pct} }}}} on the same hour last week",
+            f"Answers contradicting their sources in {{{{ $labels.service }}}}/{{{{ $labels.pipeline }}}}: {share} "
+            f"over {w}, +{{{{ $value | {pct} }}}} on the same {w} last week",
             f"{share} of {n} rate-sampled answers in the last {w} have a claim their contexts contradict (a changed "
-            f"number, negation, name, date or unit), {{{{ $value | {pct} }}}} more than in the same hour of the past "
-            f"{SEASONAL_DAYS} days ({before} of {n_before}). The rise is significant: z = {z_value} (pages above "
-            f"{_r(DROP_Z)}); the {severity} step is {_r(step * 100)} points. The agent's /worst lists the "
-            "contradicted claims with the context sentence that decides each: usually the model or prompt changed.",
+            f"number, negation, name, date or unit) against {before} of {n_before} in the same {w} of the past "
+            f"{SEASONAL_DAYS} days: an estimated {{{{ $value | {pct} }}}} more answers contradict their sources "
+            f"(corrected for the contradiction check's measured error rates where the judge exports them). The "
+            f"rise is significant: z = {z_value} (pages above {_r(DROP_Z)}); the {severity} step is "
+            f"{_r(step * 100)} points. The agent's /worst lists the contradicted claims with the context sentence "
+            "that decides each: usually the model or prompt changed.",
+            _window_label(w),
         ))
     return rules
 
 
-def quality_alerts() -> list[dict[str, object]]:
+def drop_alerts(w: str) -> list[dict[str, object]]:
+    """The failing-share drop alerts over window ``w``: per online metric a warning and a critical."""
     alerts = []
-    w, b = WINDOW, SAME_HOUR
+    b = SAME_HOUR
     rise, z_w = f"ragmon:failing_share:rise{w}", f"ragmon:score_failures:rise_z{w}"
     count_w, count_b = f"ragmon:score_ratio_count:increase{w}", f"ragmon:score_ratio_count:increase{w}_{b}"
-    mean_w = f"ragmon:score_ratio:mean{w}"
     sel = "{service=%q,pipeline=%q,judge=%q,metric=%q}"
     args = "$labels.service $labels.pipeline $labels.judge $labels.metric"
     pct = "humanizePercentage"
     share = _q(f'"ragmon:failing_share:ratio{w}{sel}" {args}', pct)
     ci = _q(f'"ragmon:failing_share:ci95_{w}{sel}" {args}', pct)
     before = _q(f'"ragmon:score_failures:share{w}_{b}{sel}" {args}', pct)
-    value = "{{ $value | " + SCORE_FMT + " }}"
     n, n_before = _q(f'"{count_w}{sel}" {args}'), _q(f'"{count_b}{sel}" {args}')
     z = _q(f'"{z_w}{sel}" {args}', 'printf "%.1f"')
+    same = "the same hour" if w == "1h" else f"the same {w}"
     for m in QUALITY_METRICS:
         m_sel = f'{{metric="{m.name}"}}'
         look = (
@@ -358,29 +422,67 @@ def quality_alerts() -> list[dict[str, object]]:
                     QUALITY_FOR,
                     severity,
                     f"Failing {m.title} of {{{{ $labels.service }}}}/{{{{ $labels.pipeline }}}}: {share} ± {ci} "
-                    f"of answers, +{{{{ $value | {pct} }}}} on the same hour last week",
+                    f"of answers over {w}, +{{{{ $value | {pct} }}}} on {same} last week",
                     f"The estimated share of answers failing {m.title} (score below its threshold; corrected "
                     f"for the judge's measured error rates where it exports them) is {share} ± {ci} over "
                     f"{n} rate-sampled traces in the last {w}: {{{{ $value | {pct} }}}} of all answers more than "
-                    f"in the same hour of the past {SEASONAL_DAYS} days ({before} flagged over {n_before} traces). "
+                    f"in {same} of the past {SEASONAL_DAYS} days ({before} flagged over {n_before} traces). "
                     f"The rise is significant: z = {z} (pages above {_r(DROP_Z)}); the {severity} step is "
                     f"{_r(step * 100)} points. {look}",
+                    _window_label(w),
                 )
             )
-        floor_expr = f"{mean_w}{m_sel} < {_r(m.floor)}\nand on({SPJM}) {count_w}{m_sel} >= {MIN_SCORED_WINDOW}"
+    return alerts
+
+
+def floor_alerts() -> list[dict[str, object]]:
+    """Absolute floors of the 1h mean score, for the metrics given a floor (FLOORS, --floor): none by default."""
+    alerts = []
+    w = WINDOW
+    count_w, mean_w = f"ragmon:score_ratio_count:increase{w}", f"ragmon:score_ratio:mean{w}"
+    sel = "{service=%q,pipeline=%q,judge=%q,metric=%q}"
+    args = "$labels.service $labels.pipeline $labels.judge $labels.metric"
+    value = "{{ $value | " + SCORE_FMT + " }}"
+    n = _q(f'"{count_w}{sel}" {args}')
+    for m in QUALITY_METRICS:
+        if m.name not in FLOORS:
+            continue
+        floor = FLOORS[m.name]
+        m_sel = f'{{metric="{m.name}"}}'
+        look = (
+            f"Low {m.title} usually points at {m.stage} first: compare ragmon_diagnosis_total "
+            "by verdict (generation_failure = model/prompt, retrieval_failure = index/retriever)."
+        )
         alerts.append(
             _alert(
                 f"Ragmon{m.alert}BelowFloor",
-                floor_expr,
+                f"{mean_w}{m_sel} < {_r(floor)}\nand on({SPJM}) {count_w}{m_sel} >= {MIN_SCORED_WINDOW}",
                 FLOOR_FOR,
                 FLOOR_SEVERITY,
                 f"{m.title.capitalize()} of {{{{ $labels.service }}}}/{{{{ $labels.pipeline }}}} is "
-                f"{value}, below the floor {_r(m.floor)}",
+                f"{value}, below the floor {_r(floor)}",
                 f"The {w} mean {m.title} is {value} over {n} scored traces "
-                f"(judge {{{{ $labels.judge }}}}), below the absolute floor {_r(m.floor)}. {look}",
+                f"(judge {{{{ $labels.judge }}}}), below the floor {_r(floor)} set for this deployment. {look}",
             )
         )
     return alerts
+
+
+def quality_alerts() -> list[dict[str, object]]:
+    """The 1h drop alerts and the floors that are set (the long windows' alerts: ``long_window_rules``)."""
+    return [*drop_alerts(WINDOW), *floor_alerts()]
+
+
+def long_window_rules() -> list[dict[str, object]]:
+    """Every long window's recording rules and alerts (failing shares and the contradiction share).
+
+    A long window's counts are sums of the hourly counts the quality group records
+    (``sum_over_time(ragmon:...:increase1h[21599s:1h])``: the last 6 whole hours, read at hour
+    boundaries): a handful of lookups per series instead of iterating a week of raw samples seven
+    times. The window ends at the last whole hour, so a long window's alert comes up to an hour later
+    than the same test on raw counters would."""
+    return [rule for w in LONG_WINDOWS for rule in (*_failing_share_rules(w), *drop_alerts(w),
+                                                    *contradiction_rules(w))]
 
 
 def latency_alerts() -> list[dict[str, object]]:
@@ -621,7 +723,9 @@ def rules(evaluators: list[dict[str, object]] | None = None) -> dict[str, object
     rec = recording_rules()
     groups: list[dict[str, object]] = [
         {"name": "ragmon-quality", "interval": "1m",
-         "rules": [*rec["quality"], *quality_alerts(), *contradiction_rules()]},
+         "rules": [*rec["quality"], *quality_alerts(), *contradiction_rules(WINDOW)]},
+        *([{"name": "ragmon-quality-long", "interval": LONG_INTERVAL, "rules": long_window_rules()}]
+          if LONG_WINDOWS else []),
         {"name": "ragmon-baseline", "interval": "5m", "rules": rec["baseline"]},
         {"name": "ragmon-latency", "interval": "30s", "rules": [*rec["latency"], *latency_alerts()]},
         {"name": "ragmon-health", "interval": "1m", "rules": [*rec["health"], *health_alerts()]},
@@ -667,6 +771,30 @@ def render_prometheus_rule() -> str:
     return HEADER + yaml.dump(resource, Dumper=_Dumper, sort_keys=False, width=100_000, allow_unicode=True)
 
 
+def set_budget(pipelines: int, budget_per_30d: float) -> None:
+    """Size the drop tests' z for ``pipelines`` pipelines sharing ``budget_per_30d`` false pages a month."""
+    g = globals()
+    g["PIPELINES"], g["FLEET_BUDGET_PER_30D"] = pipelines, budget_per_30d
+    g["DROP_ALPHA"] = _load_quality_table().alert_alpha(pipelines, budget_per_30d)
+    g["DROP_Z"] = round(NormalDist().inv_cdf(1 - g["DROP_ALPHA"]), 2)
+
+
+def parse_floors(items: list[str], parser: argparse.ArgumentParser) -> dict[str, float]:
+    names = {m.name for m in QUALITY_METRICS}
+    out: dict[str, float] = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        try:
+            floor = float(value)
+        except ValueError:
+            floor = -1.0
+        if name not in names or not 0.0 < floor < 1.0:
+            parser.error(f"--floor {item!r}: expected METRIC=VALUE with METRIC one of {', '.join(sorted(names))} "
+                         "and VALUE in (0, 1)")
+        out[name] = floor
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--check", action="store_true", help="fail if a generated file is out of date")
@@ -675,17 +803,34 @@ def main(argv: list[str] | None = None) -> int:
     drill.add_argument("--window", help=f"quality window instead of {WINDOW}, e.g. 5m")
     drill.add_argument("--baseline", help=f"quality baseline instead of {BASELINE}, e.g. 1h")
     drill.add_argument("--quality-for", help=f"for: of the quality alerts instead of {QUALITY_FOR}, e.g. 2m")
+    drill.add_argument("--long-windows", help=f"comma list instead of {','.join(LONG_WINDOWS)} ('' = none)")
     parser.add_argument("--evaluators", type=Path, metavar="FILE.yaml",
                         help="add a group with an alert per declared evaluator (docs/evaluators.md); needs --output")
+    fleet = parser.add_argument_group("fleet", "your own rules file (--output): the false-page budget and floors")
+    fleet.add_argument("--pipelines", type=int, default=None, metavar="N",
+                       help="pipelines behind one Alertmanager that share the false-page budget (default 1)")
+    fleet.add_argument("--fleet-budget", type=float, default=None, metavar="PAGES",
+                       help=f"false pages per 30 days allowed for all of them (default {FLEET_BUDGET_PER_30D:g})")
+    fleet.add_argument("--floor", action="append", default=[], metavar="METRIC=VALUE",
+                       help="an absolute floor of a metric's 1h mean (Ragmon<Metric>BelowFloor); repeatable; "
+                            "none by default")
     args = parser.parse_args(argv)
-    if args.evaluators is not None and args.output is None:
-        parser.error("--evaluators writes your own rules file: give it with --output")
+    custom = (args.evaluators, args.pipelines, args.fleet_budget, args.long_windows)
+    if (any(v is not None for v in custom) or args.floor) and args.output is None:
+        parser.error("--evaluators, --pipelines, --fleet-budget, --floor and --long-windows write your own rules "
+                     "file: give it with --output")
     if args.output is not None:
         g = globals()
         for name, value in (("WINDOW", args.window), ("BASELINE", args.baseline), ("QUALITY_FOR", args.quality_for),
                             ("FLOOR_FOR", args.quality_for)):
             if value:
                 g[name] = value
+        if args.long_windows is not None:
+            g["LONG_WINDOWS"] = tuple(w.strip() for w in args.long_windows.split(",") if w.strip())
+        if args.pipelines is not None or args.fleet_budget is not None:
+            set_budget(args.pipelines or PIPELINES,
+                       FLEET_BUDGET_PER_30D if args.fleet_budget is None else args.fleet_budget)
+        g["FLOORS"] = {**FLOORS, **parse_floors(args.floor, parser)}
         evaluators = load_evaluators(args.evaluators) if args.evaluators is not None else None
         args.output.write_text(render(evaluators), encoding="utf-8")
         print(f"wrote {args.output}")

@@ -25,8 +25,10 @@ from ..config import add_setting_flags
 from ..errors import ConfigError, JudgeError, ModelError
 from ..scoring.factory import add_judge_argument
 from .cases import Case, default_cases
+from .latency import MEDIAN_S, SIGMA, LatencyModel
 from .pools import CONTRADICTING_KEY, CONTRADICTIONS, Pools, auc, build_pools, judge_build
-from .report import summarize, table
+from .promtool import LATENCY_SERIES, alert_series
+from .report import every_alert, summarize, table
 from .runner import Settings, simulate
 from .traffic import Sampling, TrafficModel
 
@@ -42,7 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="alerts_command", required=True, metavar="SUBCOMMAND")
     sim = sub.add_parser("simulate", help="false pages and time-to-page of the shipped rules on simulated traffic",
                          description=(__doc__ or "").split("\n\n")[0])
-    sim.add_argument("labels", type=Path, help="labelled rows in the calibration format (ragmon calibrate's input)")
+    sim.add_argument("labels", type=Path, nargs="?", default=None,
+                     help="labelled rows in the calibration format (ragmon calibrate's input); not for --latency")
     add_judge_argument(sim, help="judge that scores the rows")
     sim.add_argument("--judge-base-url", default=None, help="OpenAI-compatible base URL for --judge llm")
     sim.add_argument("--judge-model", default=None, help="chat model for --judge llm")
@@ -51,11 +54,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="a local judge profile from `ragmon calibrate --fit` (scores and error rates)")
     sim.add_argument("--rules", type=Path, default=RULES, help="Prometheus rules file (default: the shipped one)")
     sim.add_argument("--rate", type=float, default=1.0, help="requests per second of each pipeline (default 1)")
-    sim.add_argument("--pipelines", type=int, default=1, help="pipelines per run (default 1)")
+    sim.add_argument("--pipelines", type=int, default=1,
+                     help="pipelines per run (default 1); a fleet: give the rules generated for it (--rules) and "
+                          "its --alpha")
+    sim.add_argument("--chunk", type=int, default=20, help="simulated pipelines per promtool process (default 20)")
+    sim.add_argument("--latency", action="store_true",
+                     help="simulate retrieval latency (log-normal per request) and the latency alerts instead of "
+                          "judge scores; incidents are steps that slow every retrieval by the step (1.0 = twice)")
+    sim.add_argument("--latency-median", type=float, default=MEDIAN_S, metavar="SECONDS",
+                     help=f"--latency: median retrieval time (default {MEDIAN_S:g})")
+    sim.add_argument("--latency-sigma", type=float, default=SIGMA,
+                     help=f"--latency: log-normal spread (default {SIGMA:g}: P95 = median x 2.7)")
     sim.add_argument("--days", type=float, default=7.0, help="measured days per run, after a 7-day warm-up")
     sim.add_argument("--runs", type=int, default=10, help="runs per case (default 10)")
     sim.add_argument("--cases", default="all",
-                     help="comma list: stationary, step_0.05, step_0.10, step_0.20, drift_0.10")
+                     help="comma list: stationary, step_SIZE, drift_SIZE (default: stationary, step_0.05, "
+                          "step_0.10, step_0.20, drift_0.10)")
     sim.add_argument("--base-share", type=float, default=0.10,
                      help="true failing share of the incident metric before any incident (default 0.10)")
     sim.add_argument("--metric", default=None,
@@ -102,28 +116,30 @@ def _score_rows(args: argparse.Namespace) -> Any:
 
 
 def _error_rates(args: argparse.Namespace, pools: Pools) -> dict[str, tuple[float, float]]:
-    """The rates the agent would export for this judge (profile or defaults): what the rules correct with."""
-    if args.judge != "local":
-        return {}
-    from ..scoring.error_rates import LOCAL_DEFAULTS, from_profile_meta
+    """The rates the agent would export for this judge: what the judge declares (``error_rates_of``: a
+    fitted profile's, else its measured defaults; the contradiction check's under ``contradictions``),
+    for the series simulated here. The rules correct with them."""
+    from ..calibration.command import make_judge
+    from ..scoring.error_rates import error_rates_of
 
-    rates = dict(LOCAL_DEFAULTS)
-    if args.judge_profile is not None:
-        from ..scoring.local import load_profile
-
-        rates = from_profile_meta(load_profile(args.judge_profile).meta) or rates
+    rates = error_rates_of(make_judge(args))
     return {m: (r.sensitivity, r.specificity) for m, r in rates.items() if m in pools.metrics()}
 
 
 def _cases(spec: str) -> tuple[Case, ...]:
-    every = default_cases()
     if spec == "all":
-        return every
-    wanted = [s.strip() for s in spec.split(",") if s.strip()]
-    unknown = [w for w in wanted if w not in {c.name for c in every}]
-    if unknown:
-        raise ConfigError("--cases", f"unknown case(s) {', '.join(unknown)}; known: {', '.join(c.name for c in every)}")
-    return tuple(c for c in every if c.name in wanted)
+        return default_cases()
+    out = []
+    for name in (s.strip() for s in spec.split(",") if s.strip()):
+        kind, _, size = name.partition("_")
+        try:
+            value = float(size) if kind in ("step", "drift") else 0.0
+        except ValueError:
+            value = -1.0
+        if name != "stationary" and (kind not in ("step", "drift") or value <= 0):
+            raise ConfigError("--cases", f"unknown case {name!r}: stationary, step_SIZE or drift_SIZE")
+        out.append(Case(name, "none", 0.0) if name == "stationary" else Case(f"{kind}_{value:.2f}", kind, value))
+    return tuple(out)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -135,13 +151,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    if not args.labels.is_file():
-        raise ConfigError("LABELS", f"no such file: {args.labels}")
     if not args.rules.is_file():
         raise ConfigError("--rules", f"no such file: {args.rules}")
-    if args.rate <= 0 or args.runs < 1 or args.pipelines < 1 or args.days <= 0:
-        raise ConfigError("--rate/--runs/--pipelines/--days", "must be positive")
+    if args.rate <= 0 or args.runs < 1 or args.pipelines < 1 or args.days <= 0 or args.chunk < 1:
+        raise ConfigError("--rate/--runs/--pipelines/--days/--chunk", "must be positive")
     cases = _cases(args.cases)
+    if args.latency:
+        return _run_latency(args, cases)
+    if args.labels is None or not args.labels.is_file():
+        raise ConfigError("LABELS", f"no such file: {args.labels}")
     started = time.monotonic()
     pools = build_pools(args.labels, args.judge, args.judge_profile, _score_rows(args), args.group_by or None,
                         args.cache)
@@ -166,9 +184,11 @@ def _run(args: argparse.Namespace) -> int:
         seed=args.seed,
         jobs=args.jobs,
         evaluation_s=args.evaluation_interval,
+        chunk=args.chunk,
     )
     results = simulate(pools, cases, settings, rules)
     report = summarize(results, args.page_within * 60.0)
+    report["alerts"] = every_alert(rules, report, set(alert_series(rules)))
     report.update({
         "labels": str(args.labels),
         "rows": len(pools.rows),
@@ -192,9 +212,38 @@ def _run(args: argparse.Namespace) -> int:
         "cases": [c.name for c in cases],
         "seconds": round(time.monotonic() - started, 1),
     })
-    text = table(report)
     title = (f"{args.labels.name}: judge {args.judge}{' + ' + args.judge_profile.name if args.judge_profile else ''}, "
              f"{args.rate:g} req/s, {report['judged_per_hour']:.0f} judged/h, {args.runs} runs x {args.days:g} days")
+    return _write(args, report, title)
+
+
+def _run_latency(args: argparse.Namespace, cases: tuple[Case, ...]) -> int:
+    """The retrieval latency alerts on simulated latency series (no labels, no judge)."""
+    started = time.monotonic()
+    rules = yaml.safe_load(args.rules.read_text(encoding="utf-8"))
+    model = LatencyModel(median_s=args.latency_median, sigma=args.latency_sigma)
+    settings = Settings(
+        traffic=TrafficModel(rate_per_s=args.rate, days=args.days), sampling=Sampling(), base_share=0.0,
+        thresholds={}, error_rates={}, judge="none", incident_metric=None, runs=args.runs,
+        pipelines=args.pipelines, seed=args.seed, jobs=args.jobs, evaluation_s=args.evaluation_interval,
+        chunk=args.chunk, latency=model,
+    )
+    empty = Pools(source="latency", judge="none", profile=None, rows=())
+    report = summarize(simulate(empty, cases, settings, rules), args.page_within * 60.0)
+    report["alerts"] = every_alert(rules, report, set(alert_series(rules, LATENCY_SERIES)))
+    report.update({
+        "latency": {"median_s": model.median_s, "sigma": model.sigma, "p95_s": round(model.p95_s, 3)},
+        "rules": str(args.rules), "rate_per_s": args.rate, "days": args.days, "runs": args.runs,
+        "pipelines": args.pipelines, "seed": args.seed, "evaluation_interval_s": args.evaluation_interval,
+        "cases": [c.name for c in cases], "seconds": round(time.monotonic() - started, 1),
+    })
+    title = (f"retrieval latency (median {model.median_s:g} s, P95 {model.p95_s:.2f} s): {args.rate:g} req/s, "
+             f"{args.runs} runs x {args.days:g} days")
+    return _write(args, report, title)
+
+
+def _write(args: argparse.Namespace, report: dict[str, Any], title: str) -> int:
+    text = table(report)
     print(title)
     print(text)
     if args.out is not None:

@@ -6,10 +6,14 @@ group at the test's ``evaluation_interval`` from t=0, stores the ``ALERTS`` seri
 and then answers PromQL queries over that history: when each alert episode started. Nothing of
 PromQL is re-implemented here; this module writes YAML and reads promtool's answer.
 
-Only the groups that hold quality alerts (on judge scores, and on the contradiction share) are kept,
-and of their recording rules only those the alerts depend on (transitively): the others cannot
-change when an alert fires and would only cost evaluation time (the 7-day dashboard means are
-the most expensive rules of the file).
+Only the groups that hold the simulated alerts (on judge scores and the contradiction share; on
+retrieval latency in a latency simulation) are kept, and of their recording rules only those the
+alerts depend on (transitively): the others cannot change when an alert fires and would only cost
+evaluation time (the 7-day dashboard means are the most expensive rules of the file).
+
+A drop alert is tested over several windows (1h, 6h, 24h: a ``window`` label on each); Alertmanager
+groups them by alert, service, pipeline and metric, so one incident seen by two windows is one page.
+The episodes counted here are the same: an alert's firing series with the ``window`` label dropped.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from .. import semconv as sc
 from ..errors import ConfigError
 
 DAY_S = 86_400.0
+QUERY_SPAN_S = 3 * 3600.0  # measured time per ALERTS query (promtool's per-query sample limit)
 PHASE_SERIES = "ragmon_sim_phase"  # 0 warm-up, 1 measured before the incident, 2 after it
 _NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 _GOT = re.compile(r"^\s*(\{.*\})\s+(\S+)\s*$")
@@ -64,6 +69,7 @@ def promtool_path() -> str:
 
 
 QUALITY_SERIES = ("ragmon_score", sc.M_ANSWERS_CONTRADICTING)  # what a quality alert reads
+LATENCY_SERIES = ("ragmon_retrieval_latency",)  # what the retrieval latency alert reads
 
 
 def _records(rules: dict[str, Any]) -> dict[str, str]:
@@ -71,25 +77,26 @@ def _records(rules: dict[str, Any]) -> dict[str, str]:
             if "record" in rule}
 
 
-def alert_series(rules: dict[str, Any]) -> dict[str, str]:
-    """Alert name -> the quality series it reads (one of ``QUALITY_SERIES``; recording rules expanded)."""
+def alert_series(rules: dict[str, Any], series: Sequence[str] = QUALITY_SERIES) -> dict[str, str]:
+    """Alert name -> the simulated series it reads (one of ``series``; recording rules expanded)."""
     records = _records(rules)
     out: dict[str, str] = {}
     for group in rules.get("groups", []):
         for rule in group.get("rules", []):
             if "alert" in rule:
                 expanded = _expand_names(rule["expr"], records)
-                reads = next((s for s in QUALITY_SERIES if s in expanded), None)
+                reads = next((s for s in series if s in expanded), None)
                 if reads is not None:
                     out[rule["alert"]] = reads
     return out
 
 
-def quality_rules(rules: dict[str, Any], keep_alert: Any = None) -> dict[str, Any]:
-    """The groups of ``rules`` that hold alerts on judge scores or on the contradiction share, cut
-    to what those alerts read."""
+def quality_rules(rules: dict[str, Any], keep_alert: Any = None,
+                  series: Sequence[str] = QUALITY_SERIES) -> dict[str, Any]:
+    """The groups of ``rules`` that hold alerts on ``series`` (judge scores and the contradiction share
+    by default), cut to what those alerts read."""
     records = _records(rules)
-    reading = alert_series(rules)
+    reading = alert_series(rules, series)
     alerts = [
         rule for group in rules.get("groups", []) for rule in group.get("rules", [])
         if "alert" in rule and rule["alert"] in reading and (keep_alert is None or keep_alert(rule["alert"]))
@@ -154,20 +161,27 @@ def test_file(
             metric_label = f',metric="{metric}"' if metric else ""
             labels = f'{base},judge="{s.judge}"{metric_label},sample="{sc.SAMPLE_STREAM_RATE}"'
             for name, values in counters.items():
-                # a value per scrape from t=scrape_s; t=0 holds the zero the agent starts from
-                series.append({"series": f"{name}{{{labels}}}", "values": _values([0.0, *values])})
+                # a value per scrape from t=scrape_s; t=0 holds the zero the agent starts from;
+                # a name with labels of its own (a histogram bucket's le) keeps them
+                own, _, extra = name.partition("{")
+                full = f"{own}{{{labels},{extra}" if extra else f"{name}{{{labels}}}"
+                series.append({"series": full, "values": _values([0.0, *values])})
     for name, by_key in gauges.items():
         for (judge, metric), value in by_key.items():
             series.append({"series": f'{name}{{judge="{judge}",metric="{metric}",job="ragmon",instance="sim"}}',
                            "values": f"{value:g}x{n_scrapes}"})
-    starts = f'(ALERTS{{alertstate="firing"}} unless ALERTS{{alertstate="firing"}} offset {int(evaluation_s)}s)'
+    firing = 'max without(window) (ALERTS{alertstate="firing"})'
+    before = f'max without(window) (ALERTS{{alertstate="firing"}} offset {int(evaluation_s)}s)'
+    starts = f"({firing} unless {before})"
     phase = f"on(service, pipeline) ({PHASE_SERIES} == %d)"
     tests = []
-    # one query per measured day: a subquery over weeks of ALERTS exceeds promtool's sample limit; a
-    # range of a day minus a second never counts the step on a boundary twice
-    day = int(DAY_S)
-    for end in range(int(end_s), int(end_s - measured_s), -day):
-        rng = f"[{day - 1}s:{int(evaluation_s)}s]"
+    # one query per QUERY_SPAN_S of the measured time: promtool's engine loads at most 10,000 samples per
+    # query, and a subquery over a day of an alert's windows (each its own ALERTS series, a 24h one firing
+    # for a day) on a few pipelines exceeds it; a range of the span minus a second never counts the step on
+    # a boundary twice
+    span = int(QUERY_SPAN_S)
+    for end in range(int(end_s), int(end_s - measured_s), -span):
+        rng = f"[{span - 1}s:{int(evaluation_s)}s]"
         for query in (
             # episodes that started while measured, before any incident: false pages
             f"sum_over_time(({starts} and {phase % 1}){rng})",

@@ -12,6 +12,23 @@ from .runner import RunResult
 from .traffic import DAY
 
 SEVERITIES = ("warning", "critical")
+# Alerts of the rules file that no simulation here evaluates, and why.
+HEALTH = ("reads the agent's own health counters, not a sampled estimate of quality: no sampling noise to "
+          "simulate; it fires on a fault (its promtool tests in deploy/prometheus/tests pin when)")
+NOT_SIMULATED = {
+    "RagmonScoringStalled": HEALTH,
+    "RagmonCoverageLow": HEALTH,
+    "RagmonJudgeErrorsHigh": HEALTH,
+    "RagmonJudgeBudgetExhausted": HEALTH,
+    "RagmonKafkaLagGrowing": HEALTH,
+    "RagmonAgentDown": HEALTH,
+    "RagmonDetectionTargetMissed": ("reads the sampler's plan (ragmon_detectable_drop_ratio), a deterministic "
+                                    "function of traffic and judge budget: when it fires it is true"),
+    "RagmonOfflineEvalGateFailed": "reads scheduled `ragmon eval` runs on a golden set (Pushgateway), not traffic",
+    "RagmonOfflineEvalRegression": "reads scheduled `ragmon eval` runs on a golden set (Pushgateway), not traffic",
+    "RagmonOfflineEvalStale": "reads scheduled `ragmon eval` runs on a golden set (Pushgateway), not traffic",
+}
+LATENCY_ALERTS = ("RagmonRetrievalLatencyHigh",)
 
 
 def _poisson_cdf(k: int, mean: float) -> float:
@@ -85,6 +102,7 @@ def summarize(results: Sequence[RunResult], page_within_s: float) -> dict[str, A
                 bucket = "steps" if kind == "step" else "drifts"
                 entry.setdefault(bucket, {})[key] = {
                     "runs": len(runs),
+                    "delays_minutes": [None if not math.isfinite(d) else round(d / 60.0, 1) for d in delays],
                     "p_detect": round(within / len(runs), 3),
                     "p_detect_ci95": [round(x, 3) for x in _wilson(within, len(runs))],
                     "median_minutes": _minutes(delays, 0.5),
@@ -96,6 +114,34 @@ def summarize(results: Sequence[RunResult], page_within_s: float) -> dict[str, A
     page = out["severities"]["critical"]
     out["false_pages_per_30d"] = page["false_pages_per_30d"]
     out["steps"] = page["steps"]
+    return out
+
+
+def every_alert(rules: dict[str, Any], report: dict[str, Any], simulated: set[str]) -> dict[str, Any]:
+    """Every alert of the rules file: its false firings per pipeline per 30 days (warnings and pages
+    together, on stationary traffic) where this simulation evaluated it, else why not."""
+    names = sorted({rule["alert"] for group in rules.get("groups", []) for rule in group.get("rules", [])
+                    if "alert" in rule})
+    days = report.get("measured_pipeline_days") or 0.0
+    out: dict[str, Any] = {}
+    for name in names:
+        if name in simulated:
+            if not days:
+                out[name] = {"simulated": True, "false_per_30d": None, "why": "no stationary case run"}
+                continue
+            counts = {sev: sum(n for key, n in report["severities"][sev]["false_pages_by_alert"].items()
+                               if key.split("/")[0] == name) for sev in SEVERITIES}
+            total = sum(counts.values())
+            lo, hi = _interval(total, days)
+            out[name] = {"simulated": True, "false": counts, "false_per_30d": round(30.0 * total / days, 3),
+                         "false_per_30d_ci95": [round(lo, 3), round(hi, 3)]}
+        else:
+            why = NOT_SIMULATED.get(name) or (
+                "simulated by `ragmon alerts simulate --latency`" if name in LATENCY_ALERTS else
+                "simulated by `ragmon alerts simulate LABELS.jsonl` (judge scores)" if name.startswith("Ragmon")
+                and not name.startswith("RagmonEvaluator") else
+                "a declared evaluator's pass share: no labelled rows carry its verdicts")
+            out[name] = {"simulated": False, "why": why}
     return out
 
 

@@ -1,7 +1,9 @@
 """One simulation: cases x runs x pipelines through the traffic model, then promtool, then counts.
 
-Each simulated pipeline run becomes its own ``pipeline`` label in one promtool test per case, so
-Prometheus evaluates all of them in one pass; cases run in parallel (``jobs`` promtool processes).
+Each simulated pipeline run becomes its own ``pipeline`` label in one promtool test per case (or per
+``chunk`` pipelines of a case, for a fleet), so Prometheus evaluates all of them in one pass; cases run
+in parallel (``jobs`` promtool processes). With ``Settings.latency`` set, the pipelines are latency
+series instead (``latency.py``) and the retrieval latency alerts are evaluated.
 """
 
 from __future__ import annotations
@@ -17,8 +19,19 @@ import numpy as np
 
 from .. import semconv as sc
 from .cases import Case
+from .latency import LatencyModel, simulate_latency
+from .latency import counters as latency_counters
 from .pools import CONTRADICTIONS, Pools
-from .promtool import Episode, SeriesSet, alert_series, quality_rules, run_promtool, test_file
+from .promtool import (
+    LATENCY_SERIES,
+    QUALITY_SERIES,
+    Episode,
+    SeriesSet,
+    alert_series,
+    quality_rules,
+    run_promtool,
+    test_file,
+)
 from .traffic import DAY, Incident, Sampling, TrafficModel, simulate_pipeline
 
 COUNTER_NAMES = {  # what the agent exports, by the traffic model's counter fields
@@ -66,6 +79,8 @@ class Settings:
     seed: int
     jobs: int = 2
     evaluation_s: float = EVALUATION_S
+    chunk: int = 20  # simulated pipelines per promtool process (a fleet is split)
+    latency: LatencyModel | None = None  # simulate retrieval latency instead of judge scores
 
 
 def simulate_case(pools: Pools, case: Case, settings: Settings, rules: dict[str, Any],
@@ -77,40 +92,57 @@ def simulate_case(pools: Pools, case: Case, settings: Settings, rules: dict[str,
     sets: list[SeriesSet] = []
     meta: dict[str, tuple[Incident, float, float]] = {}
     seed_base = [settings.seed, sum(ord(c) * (i + 1) for i, c in enumerate(case.name))]
+    hours = traffic.total_s / 3600.0
     for run in range(settings.runs):
         for p in range(settings.pipelines):
             rng = np.random.default_rng([*seed_base, run, p])
             incident = case.incident(rng, warmup_s, end_s)
-            sim = simulate_pipeline(pools, traffic, settings.sampling, incident, settings.incident_metric,
-                                    settings.base_share, settings.thresholds, youden, rng)
-            name = f"{case.name}-r{run:02d}-p{p:02d}"
-            n_scrapes = len(next(iter(sim.counters.values())).count)
+            name = f"{case.name}-r{run:02d}-p{p:03d}"
+            if settings.latency is not None:
+                lat = simulate_latency(traffic, settings.latency, incident, rng)
+                series: dict[str, dict[str, Any]] = {"": latency_counters(lat)}
+                n_scrapes, judged, requests = len(lat.count), 0, lat.requests
+            else:
+                sim = simulate_pipeline(pools, traffic, settings.sampling, incident, settings.incident_metric,
+                                        settings.base_share, settings.thresholds, youden, rng)
+                n_scrapes = len(next(iter(sim.counters.values())).count)
+                # incidents are measured on their metric only (the other metrics' series cost promtool time
+                # and their false pages are counted on stationary traffic)
+                kept = {m: c for m, c in sim.counters.items()
+                        if case.kind == "none" or m == settings.incident_metric}
+                series, judged, requests = _series(kept), sim.judged, sim.requests
             phases = []
             for i in range(n_scrapes):
                 t = (i + 1) * traffic.scrape_s
                 phases.append(0 if t < warmup_s else 2 if t >= incident.start_s else 1)
-            # incidents are measured on their metric only (the other metrics' series cost promtool time
-            # and their false pages are counted on stationary traffic)
-            kept = {m: c for m, c in sim.counters.items() if case.kind == "none" or m == settings.incident_metric}
-            sets.append(SeriesSet(pipeline=name, judge=settings.judge, counters=_series(kept), phases=[0, *phases]))
-            hours = traffic.total_s / 3600.0
+            sets.append(SeriesSet(pipeline=name, judge=settings.judge, counters=series, phases=[0, *phases]))
             measured = min(incident.start_s, end_s) - warmup_s
-            meta[name] = (incident, measured, sim.judged / hours)
-            meta[name + "#req"] = (incident, measured, sim.requests / hours)
+            meta[name] = (incident, measured, judged / hours)
+            meta[name + "#req"] = (incident, measured, requests / hours)
     gauges = {
         "ragmon_judge_sensitivity_ratio": {(settings.judge, m): se for m, (se, _sp) in settings.error_rates.items()},
         "ragmon_judge_specificity_ratio": {(settings.judge, m): sp for m, (_se, sp) in settings.error_rates.items()},
     }
     measured_total = end_s - warmup_s
+    reads = LATENCY_SERIES if settings.latency is not None else QUALITY_SERIES
+    kept_rules = quality_rules(rules, series=reads)
+    false_q: list[Episode] = []
+    first_q: list[Episode] = []
+    after_q: list[Episode] = []
+    for start in range(0, len(sets), max(1, settings.chunk)):
+        chunk = sets[start:start + max(1, settings.chunk)]
 
-    def document(rule_file: Path) -> dict[str, Any]:
-        return test_file(rule_file, sets, gauges, traffic.scrape_s, settings.evaluation_s, end_s, measured_total)
+        def document(rule_file: Path, chunk: list[SeriesSet] = chunk) -> dict[str, Any]:
+            return test_file(rule_file, chunk, gauges, traffic.scrape_s, settings.evaluation_s, end_s,
+                             measured_total)
 
-    kept_rules = quality_rules(rules)
-    false_q, first_q, after_q = run_promtool(kept_rules, document, workdir=workdir)
+        f_q, s_q, a_q = run_promtool(kept_rules, document, workdir=workdir)
+        false_q += f_q
+        first_q += s_q
+        after_q += a_q
     # an alert without a metric label (the contradiction rise) is known by the counters it reads
-    series_of = {name: (CONTRADICTIONS if reads == sc.M_ANSWERS_CONTRADICTING else "")
-                 for name, reads in alert_series(kept_rules).items()}
+    series_of = {name: (CONTRADICTIONS if what == sc.M_ANSWERS_CONTRADICTING else "")
+                 for name, what in alert_series(kept_rules, reads).items()}
 
     def metric_of(e: Episode) -> str:
         return e.metric or series_of.get(e.alertname, "")

@@ -18,6 +18,14 @@ biased population) and its traffic online, and sets its judging rate to
 what the judge can take (token budget, concurrency), every pipeline's need is scaled by the same
 factor, which spreads the loss evenly: all detectable rises grow by the same factor.
 
+The drop alerts also test longer windows (6 h and 24 h against the same windows of the past week)
+for pipelines too quiet to show a rise within the hour. The rate is sized for the shortest window
+(``window_s``) and capped at ``max_rate``; the plan then names the window that will catch the
+target at that rate (``PipelinePlan.window_s``: the shortest of ``window_s`` and ``longer_windows_s``
+whose sample detects ``drop``), and its ``detectable_drop`` is the rise that window detects — what
+``ragmon_detectable_drop_ratio`` exports. A quiet pipeline is not judged less because a long window
+could do with fewer traces: every judged trace makes the long window reach its test sooner.
+
 The rate only moves the threshold of ``ragmon.sampling.in_sample``: the decision stays a hash of
 the trace id, samples still nest, and replicas that see the same traffic choose the same rate.
 With ``replicas`` agents sharing a pipeline's traffic (Kafka partitions, several sidecars), each
@@ -80,6 +88,22 @@ class PowerTarget:
     min_rate: float = 0.0
     max_rate: float = 1.0
     replicas: int = 1
+    longer_windows_s: tuple[float, ...] = (6 * 3600.0, 24 * 3600.0)  # the rules' LONG_WINDOWS
+
+    @property
+    def windows_s(self) -> tuple[float, ...]:
+        """Every window the drop alerts test, shortest first."""
+        return tuple(sorted({self.window_s, *self.longer_windows_s}))
+
+    def catching_window(self, judged_per_s: float, sd: float) -> tuple[float, float]:
+        """(window, detectable rise) for a judged rate: the shortest window whose sample detects
+        ``drop``, else the longest window (with the rise it can detect)."""
+        found = self.windows_s[-1]
+        for w in self.windows_s:
+            if detectable_drop(judged_per_s * w, sd, self.alpha, self.power, w) <= self.drop:
+                found = w
+                break
+        return found, detectable_drop(judged_per_s * found, sd, self.alpha, self.power, found)
 
     def __post_init__(self) -> None:
         if not 0.0 < self.drop < 1.0:
@@ -88,8 +112,8 @@ class PowerTarget:
             raise ValueError("alpha and power must be in (0, 1)")
         if not 0.0 <= self.min_rate <= self.max_rate <= 1.0:
             raise ValueError(f"need 0 <= min_rate <= max_rate <= 1, got {self.min_rate}, {self.max_rate}")
-        if self.window_s <= 0 or self.replicas < 1:
-            raise ValueError("window_s must be > 0 and replicas >= 1")
+        if self.window_s <= 0 or self.replicas < 1 or any(w <= 0 for w in self.longer_windows_s):
+            raise ValueError("windows must be > 0 and replicas >= 1")
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,8 +207,9 @@ class PipelinePlan:
     needed_rate: float  # the rate the target needs before bounds and budget (may exceed 1)
     traffic_per_s: float  # estimated traffic of the whole pipeline (all replicas)
     sd: float  # the largest estimated score standard deviation over its metrics
-    judged_per_window: float  # expected judged traces per window (all replicas) at ``rate``
-    detectable_drop: float  # the drop that sample detects with the target's alpha and power
+    judged_per_window: float  # expected judged traces per shortest window (all replicas) at ``rate``
+    detectable_drop: float  # the rise the catching window's sample detects with the target's alpha and power
+    window_s: float = 3600.0  # the window that catches the target at ``rate`` (else the longest window)
 
     @property
     def reaches_target(self) -> bool:
@@ -297,9 +322,10 @@ class PowerSampler:
         plans = {}
         for key, (per_s, sd, needed) in needs.items():
             judged = per_s * t.window_s * rates[key]
+            window, detectable = t.catching_window(per_s * rates[key], sd)
             plans[key] = PipelinePlan(
                 rate=rates[key], needed_rate=needed, traffic_per_s=per_s, sd=sd, judged_per_window=judged,
-                detectable_drop=detectable_drop(judged, sd, t.alpha, t.power, t.window_s),
+                detectable_drop=detectable, window_s=window,
             )
         self._plans = plans
         if self._on_plan is not None:

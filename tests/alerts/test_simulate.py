@@ -20,6 +20,8 @@ import yaml
 from ragmon.alerts import pools as pools_module
 from ragmon.alerts import promtool as pt
 from ragmon.alerts.cases import Case
+from ragmon.alerts.latency import LatencyModel
+from ragmon.alerts.level import level
 from ragmon.alerts.pools import CONTRADICTIONS, Pools, ScoredRow, build_pools
 from ragmon.alerts.report import summarize
 from ragmon.alerts.runner import Settings, simulate
@@ -27,7 +29,8 @@ from ragmon.alerts.traffic import DAY, Incident, Sampling, TrafficModel, simulat
 from ragmon.cli import main
 from tests.ops.conftest import RULES, require_binary
 
-pytestmark = pytest.mark.prometheus
+# promtool over simulated weeks: minutes each on a busy machine
+pytestmark = [pytest.mark.prometheus, pytest.mark.timeout(1800)]
 THRESHOLDS = {"faithfulness": 0.5}
 
 
@@ -102,13 +105,14 @@ def test_rules_are_evaluated_by_promtool_and_a_rule_change_changes_the_pages(tmp
     paged = [r.first_page_s.get("critical", math.inf) for r in results]
     assert all(d <= 2 * 3600 for d in paged), paged  # a perfect judge sees +20 points within 2 h
 
-    # the same simulation with the critical drop alert made impossible: no page any more
+    # the same simulation with the critical drop alert made impossible (over every window): no page any more
     changed = yaml.safe_load(RULES.read_text(encoding="utf-8"))
     for group in changed["groups"]:
         for rule in group["rules"]:
             if rule.get("alert") == "RagmonFaithfulnessDrop" and rule["labels"]["severity"] == "critical":
-                rule["expr"] = rule["expr"].replace("rise1h{metric=\"faithfulness\"} >= 0.04",
-                                                    "rise1h{metric=\"faithfulness\"} >= 2")
+                window = rule["labels"]["window"]
+                rule["expr"] = rule["expr"].replace(f"rise{window}{{metric=\"faithfulness\"}} >= 0.04",
+                                                    f"rise{window}{{metric=\"faithfulness\"}} >= 2")
                 assert ">= 2" in rule["expr"]
     results = simulate(_pools(True), cases, _settings(), changed, workdir=tmp_path)
     assert all("critical" not in r.first_page_s for r in results)
@@ -220,6 +224,15 @@ def test_the_command_writes_the_json_contract(tmp_path: Path, capsys: pytest.Cap
         assert "0.20" in report["severities"][severity]["steps"]
     assert report["auc"] is not None and report["groups"] == ["m0", "m1"]
     assert report["judge_build"] == pools_module.judge_build()
+    # every alert of the rules file: simulated with its false firings a month, or why not
+    shipped = {r["alert"] for g in yaml.safe_load(RULES.read_text(encoding="utf-8"))["groups"] for r in g["rules"]
+               if "alert" in r}
+    assert set(report["alerts"]) == shipped
+    assert report["alerts"]["RagmonFaithfulnessDrop"]["simulated"] is True
+    assert isinstance(report["alerts"]["RagmonContradictionsRise"]["false_per_30d"], float)
+    assert "--latency" in report["alerts"]["RagmonRetrievalLatencyHigh"]["why"]
+    assert not report["alerts"]["RagmonAgentDown"]["simulated"] and report["alerts"]["RagmonAgentDown"]["why"]
+    assert report["severities"]["critical"]["steps"]["0.20"]["delays_minutes"]
     assert "| critical |" in md.read_text(encoding="utf-8") and "| critical |" in capsys.readouterr().out
     # deterministic with --seed, and the judge's scores come from the cache the second time
     again = tmp_path / "again.json"
@@ -236,3 +249,38 @@ def test_bad_arguments_are_one_line_errors(tmp_path: Path, capsys: pytest.Captur
     labels.write_text('{"id": "1", "question": "q", "contexts": ["c"], "answer": "a", "labels": {"faithful": 1}}\n')
     assert main(["alerts", "simulate", str(labels), "--cases", "nope"]) == 2
     assert "unknown case" in capsys.readouterr().err
+
+
+def test_latency_series_page_for_a_slower_store_and_stay_quiet_on_a_healthy_one(tmp_path: Path) -> None:
+    """Retrieval latency simulated per request into the agent's histogram buckets: a store 4x slower (P95
+    0.32 s -> 1.3 s) pages RagmonRetrievalLatencyHigh, the healthy one (P95 under the 0.5 s bound) does not."""
+    require_binary("promtool")
+    rules = yaml.safe_load(RULES.read_text(encoding="utf-8"))
+    settings = _settings(latency=LatencyModel(), runs=1, incident_metric=None, error_rates={}, judge="none",
+                         traffic=TrafficModel(rate_per_s=1.0, days=1.0))
+    empty = Pools(source="latency", judge="none", profile=None, rows=())
+    results = simulate(empty, (Case("stationary", "none", 0.0), Case("step_3.00", "step", 3.0)), settings, rules,
+                       workdir=tmp_path)
+    report = summarize(results, 7200.0)
+    assert report["false_pages_per_30d"] == 0.0
+    assert report["steps"]["3.00"]["p_detect"] == 1.0
+    assert report["severities"]["critical"]["steps"]["3.00"]["median_minutes"] <= 30
+
+
+def test_latency_buckets_are_the_agents() -> None:
+    from ragmon.alerts.latency import LATENCY_BUCKETS
+    from ragmon.export.metrics import LATENCY_BUCKETS as EXPORTED
+
+    assert LATENCY_BUCKETS == EXPORTED
+
+
+def test_level_of_the_rise_tests_on_small_counts() -> None:
+    """On a share that did not change, the plain two-proportion z fires several times more often than its
+    level on small counts; the arcsine statistic the rules use stays near it (exact binomial sums)."""
+    z, alpha = 3.63, 1.4368e-4
+    assert level("plain", 30, 210, 0.05, z) > 5 * alpha
+    assert level("arcsine", 30, 210, 0.05, z) < alpha
+    for n, p in ((30, 0.3), (120, 0.1), (360, 0.5)):
+        assert level("arcsine", n, 7 * n, p, z) < 1.3 * alpha
+    with pytest.raises(ValueError, match="unknown statistic"):
+        level("wald", 30, 210, 0.1, z)

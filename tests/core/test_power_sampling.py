@@ -63,10 +63,30 @@ def test_busy_pipeline_is_judged_rarely_and_quiet_one_cannot_reach_the_target() 
     assert 0.010 < busy.rate < 0.017
     assert busy.reaches_target and busy.detectable_drop == pytest.approx(0.05, rel=0.05)
     assert 2000 < busy.judged_per_window < 2800
-    # 72 traces an hour cannot show a 0.05 rise: judged at the max rate, and says what it can detect (~0.29)
+    assert busy.window_s == 3600  # the hourly test catches it
+    # 72 traces an hour cannot show a 0.05 rise in an hour (~0.29), nor 1,728 in the 24h window (~0.06):
+    # judged at the max rate, and it says what its longest window can detect
     assert quiet.rate == 1.0 and not quiet.reaches_target
-    assert 0.24 < quiet.detectable_drop < 0.34
+    assert quiet.window_s == 24 * 3600
+    assert 0.24 / math.sqrt(24) < quiet.detectable_drop < 0.34 / math.sqrt(24)
     assert sampler.rate_for("busy") == busy.rate
+
+
+def test_a_pipeline_too_quiet_for_the_hour_is_caught_by_a_longer_window() -> None:
+    clock, rng = Clock(), random.Random(4)
+    sampler = PowerSampler(PowerTarget(drop=0.05), clock=clock)
+    _drive(sampler, clock, {"mid": 0.3}, 90, rng=rng)
+    plan = sampler.plans()["mid"]
+    # 1,080 judged an hour: the hour detects ~0.074, 6 hours (6,480) ~0.030 <= 0.05
+    assert plan.rate == 1.0 and plan.window_s == 6 * 3600
+    assert 0.02 < plan.detectable_drop <= 0.05
+    # with the hourly test only, the same pipeline reports what the hour can detect
+    clock2, rng2 = Clock(), random.Random(4)
+    hourly = PowerSampler(PowerTarget(drop=0.05, longer_windows_s=()), clock=clock2)
+    _drive(hourly, clock2, {"mid": 0.3}, 90, rng=rng2)
+    only = hourly.plans()["mid"]
+    assert only.window_s == 3600 and only.detectable_drop > 0.06
+    assert only.detectable_drop == pytest.approx(plan.detectable_drop * math.sqrt(6), rel=0.1)
 
 
 def test_budget_scales_every_pipeline_by_one_factor() -> None:
@@ -103,8 +123,9 @@ def test_fixed_rates_are_reported_not_changed() -> None:
     _drive(sampler, clock, {"p": 2.0}, 70, rng=rng)
     plan = sampler.plans()["p"]
     assert plan.rate == 0.01
-    # 72 judged an hour: detects only a rise of ~0.29
-    assert 0.24 < plan.detectable_drop < 0.34
+    # 72 judged an hour: the hour detects only a rise of ~0.29, its 24h window ~0.06
+    assert plan.window_s == 24 * 3600
+    assert 0.24 / math.sqrt(24) < plan.detectable_drop < 0.34 / math.sqrt(24)
 
 
 def test_a_rate_only_moves_the_threshold() -> None:

@@ -91,5 +91,9 @@ def test_rule_generator_reads_the_table_without_the_ragmon_package() -> None:
     assert [m.name for m in module.QUALITY_METRICS] == list(quality.ONLINE_NAMES)
     alerts = {rule["alert"] for group in module.rules()["groups"] for rule in group["rules"] if "alert" in rule}
     for m in quality.ONLINE:
-        assert f"Ragmon{m.alert}Drop" in alerts and f"Ragmon{m.alert}BelowFloor" in alerts
+        assert f"Ragmon{m.alert}Drop" in alerts
+    # floors are off unless set: one per metric given a value
+    module.FLOORS = {m.name: 0.4 for m in quality.ONLINE}
+    floored = {rule["alert"] for group in module.rules()["groups"] for rule in group["rules"] if "alert" in rule}
+    assert floored - alerts == {f"Ragmon{m.alert}BelowFloor" for m in quality.ONLINE}
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import shutil
 import subprocess
 import sys
 from collections import defaultdict
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -15,6 +17,7 @@ import yaml
 from .conftest import REPO, RULE_TESTS, RULES
 
 ALERTS_DOC = REPO / "docs" / "alerts.md"
+GENERATOR = REPO / "deploy" / "prometheus" / "generate_rules.py"
 # Alerts whose value says nothing: `up == 0` is always 0 (the description names the instance).
 VALUE_FREE = {"RagmonAgentDown"}
 
@@ -127,11 +130,58 @@ def test_score_means_read_the_rate_stream_and_drops_need_significance() -> None:
     drops = [r for r in rules if r.get("alert", "").endswith("Drop") and "Offline" not in r["alert"]]
     assert drops
     for rule in drops:
-        assert "ragmon:score_failures:rise_z1h{metric=" in rule["expr"] and f"> {gen.DROP_Z:g}" in rule["expr"]
+        window = rule["labels"]["window"]
+        assert f"ragmon:score_failures:rise_z{window}{{metric=" in rule["expr"] and f"> {gen.DROP_Z:g}" in rule["expr"]
         assert "z = " in rule["annotations"]["description"]
+    # every drop alert over every window, a warning and a critical each
+    windows = {(r["alert"], r["labels"]["window"], r["labels"]["severity"]) for r in drops}
+    assert len(windows) == len(drops) == 3 * 2 * len(gen.QUALITY_METRICS)
     assert (gen.DROP_WARNING, gen.DROP_CRITICAL) == (0.05, 0.08)
     from ragmon import quality
     from ragmon.config import AgentConfig
 
     # the rules and power-based sampling test at one level: the agent's default --alpha is the rules'
     assert gen.DROP_ALPHA == quality.ALERT_ALPHA == AgentConfig().detect_alpha
+
+
+def test_floors_are_off_by_default_and_fire_where_set(promtool: str, tmp_path: Path) -> None:
+    """No absolute floor in the shipped rules (a pipeline whose quality never changed cannot cross one);
+    --floor writes them into your own file, and the floor unit tests run against that file."""
+    assert not [r for r in alert_rules() if r["alert"].endswith("BelowFloor")]
+    floors = REPO / "deploy" / "prometheus" / "tests" / "floors" / "floors_test.yml"
+    shutil.copy(floors, tmp_path / floors.name)
+    subprocess.run([sys.executable, str(GENERATOR), "--output", str(tmp_path / "ragmon-rules-floors.yml"),
+                    "--floor", "faithfulness=0.5", "--floor", "answer_relevancy=0.5",
+                    "--floor", "context_precision=0.4"], check=True, capture_output=True, timeout=60)
+    generated = yaml.safe_load((tmp_path / "ragmon-rules-floors.yml").read_text(encoding="utf-8"))
+    named = {r["alert"] for g in generated["groups"] for r in g["rules"] if "alert" in r}
+    floored = {"RagmonFaithfulnessBelowFloor", "RagmonAnswerRelevancyBelowFloor", "RagmonContextPrecisionBelowFloor"}
+    assert floored <= named
+    result = subprocess.run([promtool, "test", "rules", floors.name], capture_output=True, text=True, timeout=600,
+                            cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    bad = subprocess.run([sys.executable, str(GENERATOR), "--output", str(tmp_path / "x.yml"),
+                          "--floor", "faithful=0.5"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "--floor" in bad.stderr
+
+
+def test_a_fleet_budget_sizes_z_for_the_rules_and_the_agent(tmp_path: Path) -> None:
+    """--pipelines / --fleet-budget size the drop tests' z from the fleet's false-page budget, and the
+    agent's --alpha follows --alert-pipelines / --alert-budget to the same level."""
+    from ragmon import quality
+    from ragmon.config import load_agent_config
+
+    def z_of(*args: str) -> set[str]:
+        out = tmp_path / "fleet.yml"
+        subprocess.run([sys.executable, str(GENERATOR), "--output", str(out), *args], check=True,
+                       capture_output=True, timeout=60)
+        rules = [r for g in yaml.safe_load(out.read_text(encoding="utf-8"))["groups"] for r in g["rules"]]
+        return {m for r in rules if r.get("alert", "").endswith(("Drop", "Rise"))
+                for m in re.findall(r"rise_z\w+(?:\{[^}]*\})? > ([\d.]+)", r["expr"])}
+
+    assert z_of() == {"3.63"}  # one pipeline, 0.5 false pages a month
+    assert z_of("--pipelines", "100") == {"4.68"}  # a hundred pipelines share the same half page
+    assert z_of("--pipelines", "100", "--fleet-budget", "1") == {"4.54"}
+    config = load_agent_config({"alert_pipelines": 100}, environ={})
+    assert config.detect_alpha == pytest.approx(quality.alert_alpha(100)) == pytest.approx(0.5 / (100 * 4 * 870))
+    assert load_agent_config({"alert_pipelines": 100, "detect_alpha": 0.01}, environ={}).detect_alpha == 0.01
