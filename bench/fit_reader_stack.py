@@ -33,9 +33,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from _benchdata import require  # noqa: E402
 from fit_local_judge import with_weight_blocks  # noqa: E402
 
+from bench._benchdata import require  # noqa: E402
 from ragmon.calibration import stats  # noqa: E402
 from ragmon.calibration.fit import Logistic  # noqa: E402
 from ragmon.scoring import claim_verdicts  # noqa: E402

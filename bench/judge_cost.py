@@ -26,8 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from _benchdata import benchdata_file  # noqa: E402
-
+from bench._benchdata import benchdata_file  # noqa: E402
 from ragmon.scoring.local import LocalJudge  # noqa: E402
 from ragmon.scoring.reader.data import ragtruth_fold  # noqa: E402
 

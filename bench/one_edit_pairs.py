@@ -33,8 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from _benchdata import benchdata_dir, require  # noqa: E402
-
+from bench._benchdata import benchdata_dir, require  # noqa: E402
 from ragmon.scoring.text import STOPWORDS  # noqa: E402
 
 BENCHDATA = benchdata_dir()  # RAGMON_BENCHDATA or .cache/benchdata (`make benchdata`)
