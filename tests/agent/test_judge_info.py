@@ -17,9 +17,13 @@ from ragmon import semconv as sc
 from ragmon.agent import Agent
 from ragmon.config import load_agent_config
 from ragmon.scoring.local._profile import JUDGE_VERSION, JudgeProfile, save_profile
+from ragmon.scoring.reader.model import READER_SHA256
 from tests.fakes.openai_server import FakeOpenAI
 
 NOT_FITTED = "default judge, not fitted to this domain"
+
+# the local judge runs its features (JUDGE_VERSION) and the shipped reader, named by its file's sha256
+LOCAL_VERSION = f"{JUDGE_VERSION}+reader.{READER_SHA256[:12]}"
 
 
 @contextlib.asynccontextmanager
@@ -44,7 +48,7 @@ async def test_local_judge_without_profile_says_not_fitted(caplog: pytest.LogCap
     caplog.set_level(logging.INFO, logger="ragmon")
     async with running_agent(judge="local") as agent:
         lines = await _judge_info(agent)
-    assert lines == [f'ragmon_judge_info{{judge="local",profile="none",version="{JUDGE_VERSION}"}} 1.0']
+    assert lines == [f'ragmon_judge_info{{judge="local",profile="none",version="{LOCAL_VERSION}"}} 1.0']
     [line] = _not_fitted_lines(caplog)
     assert "ragmon calibrate" in line and "--judge-profile" in line and "docs/judges.md" in line
 
@@ -58,10 +62,10 @@ async def test_local_judge_with_a_profile_reports_its_name(tmp_path: Path, caplo
     async with running_agent(judge="local", judge_profile=str(named)) as agent:
         # the name is a bounded label value: characters outside [A-Za-z0-9_.-] become _
         assert await _judge_info(agent) == [
-            f'ragmon_judge_info{{judge="local",profile="shop_faq_v2",version="{JUDGE_VERSION}"}} 1.0']
+            f'ragmon_judge_info{{judge="local",profile="shop_faq_v2",version="{LOCAL_VERSION}"}} 1.0']
     async with running_agent(judge="local", judge_profile=str(unnamed)) as agent:
         assert await _judge_info(agent) == [
-            f'ragmon_judge_info{{judge="local",profile="support-2026-12",version="{JUDGE_VERSION}"}} 1.0']
+            f'ragmon_judge_info{{judge="local",profile="support-2026-12",version="{LOCAL_VERSION}"}} 1.0']
     assert _not_fitted_lines(caplog) == []
 
 
