@@ -26,11 +26,14 @@ from ragmon.evaluation.goldenset import load_golden_set
 from ragmon.export.judged import sink_files
 from ragmon.scoring.local import LocalJudge, load_profile
 from ragmon.scoring.local._profile import JUDGE_VERSION
+from ragmon.scoring.reader.model import READER_SHA256
 
 PRODUCTS = ["kettle", "toaster", "blender", "grinder", "juicer", "mixer", "steamer", "fryer", "heater", "fan",
             "lamp", "scale", "iron", "radio", "clock"]
 OTHER = ("Parcels leave the Leipzig warehouse every weekday at 4 pm and arrive within two business days.",
          "Gift cards are never refunded; they can be exchanged for a new card with the same balance.")
+
+LOCAL_VERSION = f"{JUDGE_VERSION}+reader.{READER_SHA256[:12]}"  # the features and the shipped reader
 
 
 def fact(n: int) -> tuple[str, int]:
@@ -107,7 +110,7 @@ def typed_answers(candidates_file: Path) -> list[str]:
 async def test_harvest_label_fit_agent(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     sink = tmp_path / "judged.jsonl"
     info = await run_agent(tmp_path, sink, range(90))
-    assert info == [f'ragmon_judge_info{{judge="local",profile="none",version="{JUDGE_VERSION}"}} 1.0']
+    assert info == [f'ragmon_judge_info{{judge="local",profile="none",version="{LOCAL_VERSION}"}} 1.0']
 
     candidates = tmp_path / "candidates.jsonl"
     assert await asyncio.to_thread(main, ["dataset", "harvest", str(sink), "--n", "90", "--out", str(candidates)]) == 0
@@ -155,7 +158,7 @@ async def test_harvest_label_fit_agent(tmp_path: Path, capsys: pytest.CaptureFix
 
     sink2 = tmp_path / "judged-fitted.jsonl"
     info = await run_agent(tmp_path, sink2, range(100, 112), judge_profile=str(profile))
-    assert info == [f'ragmon_judge_info{{judge="local",profile="shop-support",version="{JUDGE_VERSION}"}} 1.0']
+    assert info == [f'ragmon_judge_info{{judge="local",profile="shop-support",version="{LOCAL_VERSION}"}} 1.0']
     records = list(read_judged(sink_files(sink2)))
     assert len(records) == 12
     default, tuned = LocalJudge(), LocalJudge(profile=profile)
