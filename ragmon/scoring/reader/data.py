@@ -25,6 +25,7 @@ from typing import Any
 from ... import env as ragmon_env
 from ...errors import ConfigError
 from ..local.claims import split_claims
+from ..onnx_runner import file_sha256
 from ..text import split_sentences
 from .edits import both_negated, contradictions
 from .windows import claim_window, context_sentences, short_claim
@@ -48,14 +49,6 @@ def manifest(path: Path = MANIFEST) -> dict[str, Any]:
     return loaded
 
 
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def locate(source: dict[str, Any], data_dir: Path, benchdata: Path | None, download: bool = True) -> Path:
     """The verified local file of a manifest source: read from ``data_dir`` (or the benchdata
     folder for RAGTruth), fetched by URL into ``data_dir`` when absent. A sha256 mismatch is an
@@ -70,7 +63,7 @@ def locate(source: dict[str, Any], data_dir: Path, benchdata: Path | None, downl
         path.parent.mkdir(parents=True, exist_ok=True)
         with urllib.request.urlopen(source["url"], timeout=60) as response:  # a pinned https URL
             path.write_bytes(response.read())
-    got = sha256_file(path)
+    got = file_sha256(path)
     if got != source["sha256"]:
         raise ConfigError(source["name"], f"{path}: sha256 {got} does not match the manifest's {source['sha256']}")
     return path
