@@ -1,7 +1,7 @@
 """Frozen dataclasses that cross stage boundaries.
 
 ``SpanRecord`` leaves the OTLP decoder (no protobuf object ever leaves ``ingest/``),
-``RagTrace`` leaves the assembler, ``Scores`` leaves a judge.
+``RagTrace`` leaves the assembler, ``Scores`` leaves a judge (with its ``ScoreDetails``).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from .quality import BY_NAME, NAMES
 
@@ -99,6 +99,117 @@ class RagTrace:
         return max(scores) if scores else None
 
 
+class ClaimVerdictDetail(TypedDict):
+    """One claim's verdict (``scoring/claim_verdicts.py``), texts bounded."""
+
+    claim: str
+    verdict: str  # supported | contradicted | unsupported
+    evidence: str | None  # the context sentence that decides it
+    reason: str | None  # e.g. "number 48 ≠ 24"; None for a supported claim
+
+
+class ClaimCheck(TypedDict):
+    """One claim of the answer and whether the contexts support it (the LLM judge)."""
+
+    claim: str
+    supported: bool
+
+
+class ReferenceClaim(TypedDict):
+    """One claim of the reference answer: in the contexts (context recall), in the answer (compact mode)."""
+
+    claim: str
+    attributed: bool
+    in_answer: NotRequired[bool]
+
+
+class CorrectnessCounts(TypedDict):
+    """Answer correctness's claim counts: answer claims in the reference (tp) or not (fp), reference
+    claims the answer leaves out (fn)."""
+
+    tp: int
+    fp: int
+    fn: int
+
+
+class CitationCheck(TypedDict):
+    """One citation of a claim: its key, the context it names (1-based rank) and the verdict."""
+
+    key: str
+    context: int | None  # None: the key names no context
+    supported: bool
+    problem: NotRequired[str]  # why the key names no usable context
+
+
+class CitedClaimDetail(TypedDict):
+    claim: str
+    citations: list[CitationCheck]
+    correct: bool  # at least one context it cites supports it
+
+
+class ScoreDetails(TypedDict, total=False):
+    """``Scores.details``: the explanations a judge gives for error analysis (/worst, /traces/{id},
+    ``ragmon eval``'s report, the judged-trace file). Every key any judge writes is named here; "local"
+    is the local judge, "LLM" the LLM judge, "eval" the offline metrics of ``score_for_eval``."""
+
+    # --- faithfulness
+    # local: how many claims the answer has; LLM: each claim with its support verdict
+    claims: int | list[ClaimCheck]
+    claim_verdicts: list[ClaimVerdictDetail]  # both: per-claim verdicts (semconv.DETAIL_CLAIM_VERDICTS)
+    contradicted_claims: int  # local: claims the contexts contradict (absent when none)
+    unsupported_claims: int  # local: claims with support < 0.5
+    least_supported_claim: str  # local: the weakest claim (a contradicted one first)
+    least_supported_support: float  # local: its support
+    least_supported_evidence: str  # local: the context sentence closest to it
+    faithfulness_reason: str  # local: why the weakest claim is weak
+    reader: dict[str, float]  # local with the reader: its answer-level features
+    supported_share: float | None  # LLM compact: supported claims / claims, the RAGAS definition
+    invalid_contradictions: int  # LLM compact: contradiction items dropped from the reply (absent when none)
+    invalid_contradiction_reasons: dict[str, int]  # LLM compact: those items by reason
+    # --- answer relevancy
+    answer_question_cosine: float  # local: cosine of answer and question
+    answer_relevancy_features: dict[str, float]  # local: the relevancy model's inputs (read by calibration)
+    answer_relevancy_reason: str  # local: why relevancy is low (absent when it is not)
+    generated_questions: list[str]  # LLM: the questions generated back from the answer
+    noncommittal: bool  # LLM: the answer was judged evasive
+    # --- context precision
+    context_relevance: list[float]  # local: per-context relevance probability, in rank order
+    context_relevant: list[bool]  # LLM: per-context relevance verdict, in rank order
+    irrelevant_contexts: list[int]  # local: 0-based ranks of the irrelevant contexts (at most 20)
+    context_precision_reason: str  # local: set when no context looks relevant
+    contexts_ignored: int  # local: contexts past the per-trace limit, not judged
+    reason: str  # local: one line naming the weakest metric and why (/worst)
+    # --- abstention (eval; local online too when the answer declines)
+    abstained: bool  # the answer declines to answer
+    abstention_phrase: str  # the phrase that declines ("judged noncommittal" for the LLM's verdict)
+    # --- context recall and answer correctness against the reference (eval)
+    reference_reason: str  # why they are not computable (the reference has no claims)
+    reference_claims: list[ReferenceClaim]  # each reference claim and where it is found
+    context_recall_reason: str  # local: the first reference claim the contexts miss
+    context_recall_evidence: str  # local: why it counts as missed
+    answer_correctness_counts: CorrectnessCounts
+    answer_reference_similarity: float  # cosine of answer and reference (correctness's semantic part)
+    claims_in_reference: list[bool]  # LLM compact: per answer claim, whether the reference states it
+    claims_not_in_reference: list[str]  # local: answer claims the reference does not state (at most 5)
+    reference_claims_not_in_answer: list[str]  # local: reference claims the answer leaves out (at most 5)
+    # --- citations (eval, both judges: scoring/metrics/citations.py)
+    citation_claims: int  # claims of the answer
+    cited_claims: int  # claims with at least one citation
+    citation_markers: int  # markers found in the answer
+    citations: list[CitedClaimDetail]  # each cited claim with its citations' verdicts
+    unknown_citations: list[str]  # keys naming no context (absent when none)
+    citation_precision: float  # supported citations / citations (absent when there are none)
+    # --- the LLM judge's call
+    mode: str  # compact | parity
+    calls: int  # chat calls this trace took
+    truncated: bool  # the input was cut to fit the token budget
+    usage_estimated: bool  # some reply had no token usage: the counts are estimates
+    cached: bool  # a cache hit (no call made)
+    # --- written beside the judges
+    evaluators: dict[str, str]  # declared evaluators' reasons by name (semconv.DETAIL_EVALUATORS)
+    judge_problem: str  # ragmon eval: why the judge could not score the row
+
+
 @dataclass(frozen=True, slots=True)
 class Scores:
     """A judge's verdict on one trace: quality metric -> score in [0, 1], or None when not computable.
@@ -110,8 +221,7 @@ class Scores:
 
     values: Mapping[str, float | None] = field(default_factory=dict)
     judge: str = ""
-    # Explanations for error analysis: claims and their verdicts, per-context relevance, ...
-    details: Mapping[str, Any] = field(default_factory=dict)
+    details: ScoreDetails = field(default_factory=ScoreDetails)  # explanations for error analysis
     prompt_tokens: int = 0
     completion_tokens: int = 0
     # user-declared evaluators (``ragmon.evaluators``): name -> 1.0 pass, 0.0 fail, None not judged;

@@ -78,12 +78,11 @@ class ScoreRecorder:
         self._count_contradictions(scores, labels)
         verdict, reason = diagnose(scores, self._thresholds, self._roles)
         m.diagnosis.labels(service, pipeline, verdict).inc()
-        detail = scores.details.get("reason") if isinstance(scores.details, dict) else None
         shown = {**values, **{k: v for k, v in scores.custom.items() if v is not None}}
         self.worst.offer(
             trace_id=trace.trace_id, service=trace.service, pipeline=trace.pipeline, scores=shown,
             verdict=verdict, reason=reason, question=trace.question, answer=trace.answer,
-            detail=str(detail) if detail is not None else None,
+            detail=scores.details.get("reason"),
             contradicted=claim_verdicts.contradicted(scores.details),
         )
         if self.inspector is not None:

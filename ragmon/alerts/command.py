@@ -98,9 +98,10 @@ def _score_rows(args: argparse.Namespace) -> Any:
     """Scores per row with the chosen judge: the same judge and scoring loop as ``ragmon calibrate``."""
     from ..calibration.command import Progress, make_judge, rows_at_once, score_rows
     from ..scoring.claim_verdicts import contradicts
+    from ..types import Scores
 
-    def values(scores: Any) -> dict[str, float]:
-        out: dict[str, float] = scores.as_dict()
+    def values(scores: Scores) -> dict[str, float]:
+        out = scores.as_dict()
         verdict = contradicts(scores.details)
         if verdict is not None:  # the contradiction share's own series: the judge's claim verdicts
             out[CONTRADICTING_KEY] = float(verdict)

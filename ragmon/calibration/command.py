@@ -228,7 +228,7 @@ def run(args: argparse.Namespace) -> int:
                 "id": item.row.id,
                 "labels": item.row.labels,
                 "scores": item.scores.as_dict(),
-                "reason": item.scores.details.get("reason") if item.scores.details else None,
+                "reason": item.scores.details.get("reason"),
             }
             for item in sorted(scored, key=lambda item: item.row.line)
         ],

@@ -30,6 +30,7 @@ import numpy as np
 from ..scoring.local import JudgeProfile, LocalJudge, online_values
 from ..scoring.local import coefficients as coef
 from ..scoring.local import model as local_model
+from ..types import ScoreDetails
 from . import stats
 from .dataset import LabelledRow
 from .label_order import fit_order
@@ -86,7 +87,7 @@ def _logit(p: float) -> float:
 def row_features(judge: LocalJudge, row: LabelledRow) -> RowFeatures:
     """The shipped scores of one row and the features a refit reads."""
     analysis = judge.analyse(row.question, row.contexts, row.answer)
-    details: dict[str, Any] = {}
+    details: ScoreDetails = {}
     values = online_values(analysis, details)  # the shipped default, whatever profile the judge has
     out = RowFeatures(group=row.group or row.id, pipeline=row.pipeline, faithful=row.labels.get("faithful"),
                       relevant=row.labels.get("answer_relevant"))
@@ -97,14 +98,15 @@ def row_features(judge: LocalJudge, row: LabelledRow) -> RowFeatures:
                      "shipped_logit": _logit(faith)}
         out.faith_default = faith
     rel = values.get("answer_relevancy")
-    if rel is not None and details.get("answer_relevancy_features"):
-        out.relevancy = {**details["answer_relevancy_features"], "shipped_logit": _logit(rel)}
+    relevancy_features = details.get("answer_relevancy_features")
+    if rel is not None and relevancy_features:
+        out.relevancy = {**relevancy_features, "shipped_logit": _logit(rel)}
         out.relevancy_default = rel
-        out.abstained = bool(details.get("abstained"))
+        out.abstained = details.get("abstained", False)
     if row.context_labels is not None and analysis.context_features:
         out.context_labels = row.context_labels
         out.context_raw = [local_model.context_relevance(f, 0.5) for f in analysis.context_features]
-        out.context_default = [float(v) for v in details.get("context_relevance") or []]
+        out.context_default = list(details.get("context_relevance", []))
         out.context_x = [{**{n: float(f[n]) for n in local_model.CONTEXT_FEATURES}, "shipped_logit": _logit(p)}
                          for f, p in zip(analysis.context_features, out.context_raw, strict=True)]
     return out

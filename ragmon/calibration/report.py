@@ -81,13 +81,9 @@ def context_scores(scores: Scores, n_contexts: int) -> list[float] | None:
     The local judge gives floats (``context_relevance``); the LLM judge gives verdicts
     (``context_relevant``): True/False count as 1/0 and ties keep the retriever's order.
     """
-    for key in ("context_relevance", "context_relevant"):
-        value = scores.details.get(key) if scores.details else None
-        if isinstance(value, list | tuple) and len(value) == n_contexts:
-            try:
-                return [float(v) for v in value]
-            except (TypeError, ValueError):
-                return None
+    for value in (scores.details.get("context_relevance"), scores.details.get("context_relevant")):
+        if value is not None and len(value) == n_contexts:
+            return [float(v) for v in value]
     return None
 
 

@@ -142,11 +142,9 @@ def _jsonable(value: Any, depth: int = 0) -> Any:
 
 def _why(r: RowResult) -> str:
     parts = [r.verdict_reason] if r.verdict_reason else []
-    detail = r.details.get("reason")
-    if detail:
-        parts.append(str(detail))
-    if r.details.get("judge_problem"):
-        parts.append(str(r.details["judge_problem"]))
+    for detail in (r.details.get("reason"), r.details.get("judge_problem")):
+        if detail:
+            parts.append(detail)
     return "; ".join(parts) or "lowest composite"
 
 

@@ -12,7 +12,6 @@ import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from .. import semconv as sc
 from ..errors import JudgeError
@@ -20,7 +19,7 @@ from ..evaluators import EvaluatorSet
 from ..scoring.judge import EvalJudge, EvalRequest, Judge
 from ..scoring.metrics.citations import DEFAULT_CITATION_PATTERN
 from ..scoring.metrics.diagnosis import diagnose
-from ..types import Scores
+from ..types import ScoreDetails, Scores
 from . import gate, ir
 from .types import PROBLEM_JUDGE_FAILED, GoldenRow, Observation, RowProblem, RowResult
 
@@ -83,7 +82,7 @@ def combine(row: GoldenRow, observation: Observation, scores: Scores | None, jud
     metrics: dict[str, float | None] = {}
     retrieval, miss = retrieval_part(row, observation, options)
     metrics.update(retrieval)
-    details: dict[str, Any] = {}
+    details: ScoreDetails = {}
     verdict: str | None = None
     reason = ""
     if options.evaluators:  # merged as the agent merges a judged trace's (EvaluatorSet.merge)
@@ -92,7 +91,7 @@ def combine(row: GoldenRow, observation: Observation, scores: Scores | None, jud
     if scores is not None:
         metrics.update(scores.values)
         metrics.update(scores.custom)
-        details = dict(scores.details)
+        details = scores.details.copy()
         if scores.as_dict() or any(v is not None for v in scores.custom.values()):
             verdict, reason = diagnose(scores, options.thresholds, roles)
     metrics[gate.COMPOSITE] = gate.composite_score(metrics, row.question_type, options.primary_k)

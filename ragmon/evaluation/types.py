@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from ..types import RagTrace
+from ..types import RagTrace, ScoreDetails
 
 QUESTION_TYPES: Final = ("factoid", "summary", "multi_hop", "no_answer")
 DIFFICULTIES: Final = ("easy", "medium", "hard")
@@ -119,4 +119,4 @@ class RowResult:
     verdict: str | None = None  # semconv.VERDICTS, None when nothing could be judged
     verdict_reason: str = ""
     miss_class: str | None = None  # multi-hop: hop1_miss | hop2_miss | both_miss | None (no miss)
-    details: Mapping[str, Any] = field(default_factory=dict)  # judge explanations, claims, citations
+    details: ScoreDetails = field(default_factory=ScoreDetails)  # judge explanations, claims, citations

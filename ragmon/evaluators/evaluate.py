@@ -61,7 +61,7 @@ class EvaluatorSet:
         them), their reasons to ``details[DETAIL_EVALUATORS]``; ``Results`` also lists the errors."""
         results = self.run(trace.question, trace.answer, trace.contexts, scores.custom if scores else None)
         base = scores if scores is not None else Scores({})
-        details = dict(base.details)
+        details = base.details.copy()
         if results.reasons:
             details[sc.DETAIL_EVALUATORS] = dict(results.reasons)
         return dataclasses.replace(base, custom=results.scores, details=details), results

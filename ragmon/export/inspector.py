@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .. import semconv as sc
-from ..types import RagTrace
+from ..types import RagTrace, ScoreDetails
 
 __all__ = ["MAX_CONTEXTS", "RecentTraces", "inspect_trace"]
 
@@ -44,18 +44,13 @@ def _cut(text: str | None, limit: int) -> tuple[str | None, bool]:
     return (text[:limit] + "…" if limit > 0 else ""), True
 
 
-def _context_verdicts(details: Mapping[str, Any] | None, count: int) -> list[Any]:
+def _context_verdicts(details: ScoreDetails, count: int) -> list[bool | float | None]:
     """Per-context verdicts (judged contexts, in order) from a judge's details, else Nones."""
-    out: list[Any] = [None] * count
-    if not details:
-        return out
-    for key in ("context_relevant", "context_relevance"):  # LLM judge: booleans; local judge: probabilities
-        value = details.get(key)
-        if isinstance(value, (list, tuple)):
-            for i, v in enumerate(value[:count]):
-                if isinstance(v, (bool, int, float)):
-                    out[i] = v
-            break
+    out: list[bool | float | None] = [None] * count
+    # LLM judge: booleans; local judge: probabilities
+    given = details.get("context_relevant", details.get("context_relevance", []))
+    for i, v in enumerate(given[:count]):
+        out[i] = v
     return out
 
 
@@ -65,8 +60,9 @@ def _source(value: Any) -> str | None:
 
 def inspect_trace(trace: RagTrace, *, scores: Mapping[str, float | None] | None = None,
                   verdict: str | None = None, reason: str | None = None, judge: str | None = None,
-                  details: Mapping[str, Any] | None = None, max_chars: int = 2000) -> dict[str, Any]:
+                  details: ScoreDetails | None = None, max_chars: int = 2000) -> dict[str, Any]:
     """The inspector's JSON-ready view of one trace (pure, bounded)."""
+    details = details or ScoreDetails()
     truncated = False
     question, cut_q = _cut(trace.question, max_chars)
     answer, cut_a = _cut(trace.answer, max_chars)
@@ -101,8 +97,8 @@ def inspect_trace(trace: RagTrace, *, scores: Mapping[str, float | None] | None 
         },
         # each claim's verdict (supported / contradicted / unsupported) with its evidence and reason,
         # and why each declared evaluator passed or failed (bounded where the judge made them)
-        "claim_verdicts": list((details or {}).get(sc.DETAIL_CLAIM_VERDICTS) or []),
-        "evaluator_reasons": dict((details or {}).get(sc.DETAIL_EVALUATORS) or {}),
+        "claim_verdicts": list(details.get(sc.DETAIL_CLAIM_VERDICTS, [])),
+        "evaluator_reasons": dict(details.get(sc.DETAIL_EVALUATORS, {})),
         "redacted": bool(attrs.get(sc.RAGMON_REDACTED)),
         "truncated": truncated or len(trace.documents) > MAX_CONTEXTS,
     }
@@ -118,7 +114,7 @@ class RecentTraces:
         self._lock = threading.Lock()
 
     def record(self, trace: RagTrace, *, scores: Mapping[str, float | None], verdict: str, reason: str,
-               judge: str, details: Mapping[str, Any] | None = None) -> None:
+               judge: str, details: ScoreDetails | None = None) -> None:
         if self._size <= 0:
             return
         entry = inspect_trace(trace, scores=scores, verdict=verdict, reason=reason, judge=judge,

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..types import ClaimVerdictDetail
+
 
 @dataclass(order=True)
 class _Entry:
@@ -48,7 +50,7 @@ class WorstTraces:
 
     def offer(self, *, trace_id: str, service: str, pipeline: str, scores: dict[str, float],
               verdict: str, reason: str, question: str | None, answer: str | None,
-              detail: str | None = None, contradicted: list[dict[str, Any]] | None = None) -> None:
+              detail: str | None = None, contradicted: list[ClaimVerdictDetail] | None = None) -> None:
         if self._size <= 0 or not scores:
             return
         badness = 1.0 - min(scores.values())

@@ -10,11 +10,12 @@ contradicted ones; the agent counts answers with at least one in ``ragmon_answer
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from .. import semconv as sc
+from ..types import ClaimVerdictDetail, ScoreDetails
 
 SUPPORTED: Final = "supported"
 CONTRADICTED: Final = "contradicted"
@@ -25,9 +26,7 @@ MAX_TEXT_CHARS: Final = 240
 DETAIL_KEY: Final = sc.DETAIL_CLAIM_VERDICTS
 
 
-def _short(text: str | None) -> str | None:
-    if text is None:
-        return None
+def _short(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= MAX_TEXT_CHARS else text[: MAX_TEXT_CHARS - 1] + "…"
 
@@ -43,27 +42,25 @@ class ClaimVerdict:
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict {self.verdict!r} is not one of {VERDICTS}")
 
-    def as_detail(self) -> dict[str, Any]:
-        return {"claim": _short(self.claim), "verdict": self.verdict, "evidence": _short(self.evidence),
-                "reason": _short(self.reason)}
+    def as_detail(self) -> ClaimVerdictDetail:
+        return {"claim": _short(self.claim), "verdict": self.verdict,
+                "evidence": None if self.evidence is None else _short(self.evidence),
+                "reason": None if self.reason is None else _short(self.reason)}
 
 
-def as_details(verdicts: Iterable[ClaimVerdict]) -> list[dict[str, Any]]:
+def as_details(verdicts: Iterable[ClaimVerdict]) -> list[ClaimVerdictDetail]:
     """The bounded ``details["claim_verdicts"]`` list."""
     return [v.as_detail() for _, v in zip(range(MAX_CLAIM_VERDICTS), verdicts, strict=False)]
 
 
-def contradicted(details: Mapping[str, Any] | None, limit: int = 3) -> list[dict[str, Any]]:
+def contradicted(details: ScoreDetails, limit: int = 3) -> list[ClaimVerdictDetail]:
     """The contradicted claims of a judge's details (at most ``limit``), for /worst and reports."""
-    items = (details or {}).get(DETAIL_KEY)
-    if not isinstance(items, list):
-        return []
-    return [dict(v) for v in items if isinstance(v, Mapping) and v.get("verdict") == CONTRADICTED][:limit]
+    return [v.copy() for v in details.get(DETAIL_KEY, []) if v["verdict"] == CONTRADICTED][:limit]
 
 
-def contradicts(details: Mapping[str, Any] | None) -> bool | None:
+def contradicts(details: ScoreDetails) -> bool | None:
     """True when the answer has a contradicted claim; None when the judge gave no claim verdicts."""
-    items = (details or {}).get(DETAIL_KEY)
-    if not isinstance(items, list):
+    items = details.get(DETAIL_KEY)
+    if items is None:
         return None
-    return any(isinstance(v, Mapping) and v.get("verdict") == CONTRADICTED for v in items)
+    return any(v["verdict"] == CONTRADICTED for v in items)

@@ -8,7 +8,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 
 from ... import semconv as sc
-from ...types import Scores
+from ...types import ScoreDetails, Scores
 from .. import claim_verdicts as cv
 from ..judge import Criterion
 from ..metrics import formulas
@@ -75,7 +75,7 @@ def _claim_verdict(i: int, claim: str, supported: bool, verdict: CompactVerdict)
     return cv.ClaimVerdict(claim, cv.SUPPORTED if supported else cv.UNSUPPORTED)
 
 
-def _invalid_details(invalid: Mapping[str, int]) -> dict[str, object]:
+def _invalid_details(invalid: Mapping[str, int]) -> ScoreDetails:
     """``invalid_contradictions``: items dropped in all, and by reason (absent when none was)."""
     total = sum(invalid.values())
     if not total:

@@ -12,10 +12,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ... import semconv as sc
-from ...types import Scores
+from ...types import ScoreDetails, Scores
 from ..judge import EvalRequest
 from ..metrics import abstention, citations, formulas
 from . import prompts as p
@@ -75,8 +74,8 @@ async def score_eval(calls: TraceCalls, inp: p.JudgeInput, task: EvalTask, mode:
     else:
         base, extra = await _parity_eval(calls, inp, task)
     values: dict[str, float | None] = {**base.values, **extra.values}
-    details: dict[str, Any] = {**base.details, **extra.details}
-    noncommittal = bool(base.details.get("noncommittal"))
+    details: ScoreDetails = {**base.details, **extra.details}
+    noncommittal = base.details.get("noncommittal", False)
     abstained = task.abstention.abstained or noncommittal
     details["abstained"] = abstained
     if task.abstention.phrase:
@@ -102,7 +101,7 @@ async def _compact_eval(calls: TraceCalls, inp: p.JudgeInput, task: EvalTask) ->
     )
     base = await compact_scores(calls, inp, verdict.base)
     values: dict[str, float | None] = {}
-    details: dict[str, Any] = {}
+    details: ScoreDetails = {}
     if task.request.reference is not None:
         if reference is None:
             values[sc.METRIC_CONTEXT_RECALL] = values[sc.METRIC_ANSWER_CORRECTNESS] = None
@@ -131,7 +130,7 @@ async def _parity_eval(calls: TraceCalls, inp: p.JudgeInput, task: EvalTask) -> 
     base, statements = await parity(calls, inp)
     reference = task.reference_text
     values: dict[str, float | None] = {}
-    details: dict[str, Any] = {}
+    details: ScoreDetails = {}
 
     async def recall() -> tuple[bool, ...]:
         assert reference is not None
@@ -199,7 +198,7 @@ async def _parity_eval(calls: TraceCalls, inp: p.JudgeInput, task: EvalTask) -> 
 
 
 def _reference_values(
-    values: dict[str, float | None], details: dict[str, Any], attributed: Sequence[bool],
+    values: dict[str, float | None], details: ScoreDetails, attributed: Sequence[bool],
     counts: tuple[int, int, int, float],
 ) -> None:
     """Context recall and answer correctness from the reference claims' attribution and the

@@ -8,9 +8,8 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from ...types import RagTrace, Scores
+from ...types import RagTrace, ScoreDetails, Scores
 from ..error_rates import LOCAL_DEFAULTS, ErrorRates, from_profile_meta
 from ..identity import JudgeIdentity
 from ..judge import CIRCUIT_CLOSED, EvalRequest
@@ -89,7 +88,7 @@ class LocalJudge:
     def score_sync(self, question: str | None, contexts: Sequence[str], answer: str | None) -> Scores:
         analysis = self.analyse(question, contexts, answer)
         t0 = time.perf_counter()
-        details: dict[str, Any] = {}
+        details: ScoreDetails = {}
         values = online_values(analysis, details, self.profile)
         self._add_time("combine", time.perf_counter() - t0)
         return Scores(values, judge=self.name, details=details)
@@ -110,7 +109,7 @@ class LocalJudge:
                 answer = cmap.stripped_answer
         base = self.score_sync(question, contexts, answer)
         values: dict[str, float | None] = dict(base.values)
-        details: dict[str, Any] = dict(base.details)
+        details = base.details.copy()
         t0 = time.perf_counter()
         values.update(abstention_values(trace.answer, request.expect_abstention, details))
         if request.reference is not None:

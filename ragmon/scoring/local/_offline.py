@@ -7,11 +7,11 @@ against the context it cites (citation metrics). Abstention is recognised by ``m
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
 from ... import semconv as sc
+from ...types import ScoreDetails
 from ..metrics import abstention, citations, formulas
 from ._analysis import MAX_CLAIMS, MAX_CONTEXTS, Analyser
 from ._online import short
@@ -19,7 +19,7 @@ from .claims import split_claims
 from .embedder import EMBEDDING_DIM
 
 
-def abstention_values(answer: str | None, expect_abstention: bool, details: dict[str, Any]) -> dict[str, float | None]:
+def abstention_values(answer: str | None, expect_abstention: bool, details: ScoreDetails) -> dict[str, float | None]:
     """The abstention metric when the question expects one; whether the answer abstained, always."""
     check = abstention.check(answer)
     details["abstained"] = check.abstained
@@ -30,7 +30,7 @@ def abstention_values(answer: str | None, expect_abstention: bool, details: dict
 
 def reference_values(
     analyser: Analyser, question: str | None, contexts: Sequence[str], answer: str | None, reference: str,
-    details: dict[str, Any],
+    details: ScoreDetails,
 ) -> dict[str, float | None]:
     """Context recall and answer correctness against the reference answer."""
     ref_claims = split_claims(reference)[:MAX_CLAIMS]
@@ -82,7 +82,7 @@ def reference_values(
 
 def citation_values(
     analyser: Analyser, question: str | None, contexts: Sequence[str], cmap: citations.CitationMap,
-    details: dict[str, Any],
+    details: ScoreDetails,
 ) -> dict[str, float | None]:
     """Presence, pointing correctness and coverage: each cited claim against each context it cites."""
     by_context: dict[int, list[int]] = {}

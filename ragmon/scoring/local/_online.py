@@ -4,11 +4,10 @@ reason that error analysis (/worst) shows."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from ... import semconv as sc
+from ...types import ScoreDetails
 from .. import claim_verdicts
 from ..metrics import abstention, formulas
 from ..metrics.formulas import context_precision as rank_weighted_precision
@@ -29,7 +28,7 @@ def short(text: str, limit: int = _REASON_CHARS) -> str:
 
 
 def online_values(
-    analysis: Analysis, details: dict[str, Any], profile: JudgeProfile = DEFAULT_PROFILE
+    analysis: Analysis, details: ScoreDetails, profile: JudgeProfile = DEFAULT_PROFILE
 ) -> dict[str, float | None]:
     """The three metrics of ``analysis``; their explanations go into ``details``."""
     faithfulness = _faithfulness(analysis, details, profile)
@@ -46,7 +45,7 @@ def online_values(
 
 
 def _reason(
-    faithfulness: float | None, relevancy: float | None, precision: float | None, details: dict[str, Any]
+    faithfulness: float | None, relevancy: float | None, precision: float | None, details: ScoreDetails
 ) -> str:
     """One short line for error analysis (/worst): the weakest metric and why."""
     candidates = []
@@ -68,7 +67,7 @@ def _reason(
     return short(str(text), 2 * _REASON_CHARS)
 
 
-def _faithfulness(analysis: Analysis, details: dict[str, Any], profile: JudgeProfile) -> float | None:
+def _faithfulness(analysis: Analysis, details: ScoreDetails, profile: JudgeProfile) -> float | None:
     evidence: list[ClaimEvidence] = analysis.evidence
     if not evidence:
         return None  # no answer (or nothing checkable in it)
@@ -105,7 +104,7 @@ def _faithfulness(analysis: Analysis, details: dict[str, Any], profile: JudgePro
 
 def _with_reader(score: float, readings: tuple[reader_verdicts.ClaimReading, ...],
                  verdicts: list[claim_verdicts.ClaimVerdict], evidence: list[ClaimEvidence],
-                 details: dict[str, Any]) -> float:
+                 details: ScoreDetails) -> float:
     """Faithfulness (``score``: the base model's, before any contradiction cap) with the reader's
     answer-level features stacked on it (``coef.READER_WEIGHTS``, fitted on the reader's held-out fold),
     then capped by the lexical contradictions (and, with ``CAP_READER_CONTRADICTIONS``, the reader's)."""
@@ -139,7 +138,7 @@ def _informative_claims(question: str, claims: list[str]) -> list[int]:
     return [i for i, claim in enumerate(claims) if set(content_tokens(claim)) - asked]
 
 
-def _answer_relevancy(analysis: Analysis, details: dict[str, Any], profile: JudgeProfile) -> float | None:
+def _answer_relevancy(analysis: Analysis, details: ScoreDetails, profile: JudgeProfile) -> float | None:
     question_vec, answer_vec, claim_vecs = analysis.question_vec, analysis.answer_vec, analysis.claim_vecs
     if question_vec is None or answer_vec is None or not analysis.question or not analysis.answer:
         return None
@@ -170,7 +169,7 @@ def _answer_relevancy(analysis: Analysis, details: dict[str, Any], profile: Judg
 
 
 def _context_precision(
-    features: list[local_model.ContextFeatures], details: dict[str, Any], profile: JudgeProfile
+    features: list[local_model.ContextFeatures], details: ScoreDetails, profile: JudgeProfile
 ) -> float | None:
     if not features:
         return None

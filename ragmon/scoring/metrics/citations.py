@@ -24,10 +24,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ... import semconv as sc
-from ...types import Document
+from ...types import CitationCheck, Document, ScoreDetails
 from ..text import content_tokens, split_sentences
 from . import formulas
 
@@ -215,24 +214,16 @@ def combine(cmap: CitationMap, supported: dict[tuple[int, int], bool]) -> Citati
     return CitationResult(len(cmap.claims), cited, correct)
 
 
-def details(cmap: CitationMap, supported: dict[tuple[int, int], bool], result: CitationResult) -> dict[str, object]:
+def details(cmap: CitationMap, supported: dict[tuple[int, int], bool], result: CitationResult) -> ScoreDetails:
     """Explanations for the report: each cited claim with its citations and verdicts."""
-    out: dict[str, object] = {
+    out: ScoreDetails = {
         "citation_claims": result.n_claims,
         "cited_claims": sum(result.cited),
         "citation_markers": cmap.markers,
         "citations": [
             {
                 "claim": c.text,
-                "citations": [
-                    {
-                        "key": cit.key,
-                        "context": None if cit.context is None else cit.context + 1,  # 1-based rank
-                        "supported": False if cit.context is None else supported.get((i, cit.context), False),
-                        **({"problem": cit.problem} if cit.problem else {}),
-                    }
-                    for cit in c.citations
-                ],
+                "citations": [_citation_check(cit, i, supported) for cit in c.citations],
                 "correct": result.correct[i],
             }
             for i, c in enumerate(cmap.claims)
@@ -252,8 +243,19 @@ def details(cmap: CitationMap, supported: dict[tuple[int, int], bool], result: C
     return out
 
 
+def _citation_check(cit: Citation, claim: int, supported: dict[tuple[int, int], bool]) -> CitationCheck:
+    """One citation of claim number ``claim`` for the details, its context as a 1-based rank."""
+    if cit.context is None:
+        check: CitationCheck = {"key": cit.key, "context": None, "supported": False}
+    else:
+        check = {"key": cit.key, "context": cit.context + 1, "supported": supported.get((claim, cit.context), False)}
+    if cit.problem:
+        check["problem"] = cit.problem
+    return check
+
+
 def metric_values(
-    cmap: CitationMap, supported: dict[tuple[int, int], bool], into: dict[str, Any]
+    cmap: CitationMap, supported: dict[tuple[int, int], bool], into: ScoreDetails
 ) -> dict[str, float | None]:
     """Citation presence, correctness and coverage from the per-pair verdicts (both judges);
     their ``details`` are added to ``into``."""
