@@ -17,8 +17,7 @@ from prometheus_client import CollectorRegistry
 
 from .._log import LogOnce
 from ..config import AgentConfig
-from ..errors import ConfigError
-from ..evaluators import EvaluatorFileError, EvaluatorSet, load_evaluators
+from ..evaluators import EvaluatorSet, evaluator_set_from
 from ..export.inspector import RecentTraces
 from ..export.metrics import AgentMetrics
 from ..export.releases import ReleaseTracker
@@ -126,7 +125,7 @@ def build_parts(config: AgentConfig, *, registry: CollectorRegistry | None, cloc
     tally = Tally()
     latency = LatencyRecorder(config.section(LatencySettings), metrics, tally, releases, clock=clock,
                               observe_traffic=power.observe_traffic, log_once=log_once)
-    evaluators = evaluator_set(config.evaluators)
+    evaluators = evaluator_set_from(config.evaluators)
     views = config.section(InspectSettings)
     scores = ScoreRecorder(
         metrics, thresholds=config.diagnosis_thresholds(), evaluators=evaluators,
@@ -161,12 +160,3 @@ def latency_only(fast_path: bool, detect: DetectSettings, policy: SamplingPolicy
         return None  # every trace may be judged
     return LatencyOnly(bound, latency_keys(extract))
 
-
-def evaluator_set(path: str | None) -> EvaluatorSet:
-    """The declared evaluators (none without --evaluators); a bad file is a ConfigError naming its line."""
-    if not path:
-        return EvaluatorSet()
-    try:
-        return EvaluatorSet(load_evaluators(path))
-    except EvaluatorFileError as exc:
-        raise ConfigError("--evaluators", str(exc)) from None

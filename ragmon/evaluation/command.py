@@ -19,7 +19,7 @@ from typing import Any, Final
 from .. import env
 from ..config import JUDGE_COMMAND_SETTINGS, SETTINGS_BY_NAME, add_setting_flags, setting_values
 from ..errors import ConfigError, EvalInputError, GateRuleError, ModelError, PushgatewayError
-from ..evaluators import EvaluatorFileError, EvaluatorSet, load_evaluators
+from ..evaluators import EvaluatorSet, evaluator_set_from
 from ..evaluators.judging import check_criteria_judge, criteria_of
 from ..scoring.factory import add_judge_argument
 from ..scoring.judge import Judge
@@ -139,16 +139,6 @@ def _judge_flags(args: argparse.Namespace) -> dict[str, Any]:
     return {name: getattr(args, name, None) for name in JUDGE_COMMAND_SETTINGS}
 
 
-def load_evaluator_file(args: argparse.Namespace) -> EvaluatorSet:
-    path = getattr(args, "evaluators", None)
-    if not path:
-        return EvaluatorSet()
-    try:
-        return EvaluatorSet(load_evaluators(path))
-    except EvaluatorFileError as exc:
-        raise EvalInputError(f"--evaluators {exc}") from None
-
-
 def _options(args: argparse.Namespace) -> EvalOptions:
     baseline = None
     if args.baseline is not None:
@@ -179,7 +169,7 @@ def _options(args: argparse.Namespace) -> EvalOptions:
             n_resamples=args.bootstrap, seed=args.seed, worst=args.worst, judge_label=args.judge,
         )
         # the default recall rule sits at the run's primary cut-off, known once the options resolve it
-        evaluators = load_evaluator_file(args)
+        evaluators = evaluator_set_from(getattr(args, "evaluators", None))  # a bad file: ConfigError, a ValueError
         rules = parse_rules(args.fail_if, args.warn_if, defaults=not args.no_default_rules,
                             primary_k=options.primary_k or gates.DEFAULT_PRIMARY_K, evaluators=evaluators)
         return dataclasses.replace(options, rules=rules, evaluators=evaluators)

@@ -4,7 +4,8 @@
 module          job
 ==============  ====================================================================================
 spec            ``EvaluatorSpec``: one declared evaluator (kind, target, pass rule, threshold, role)
-loader          read and validate an evaluators file (YAML); errors name the file and line
+loader          read and validate an evaluators file (YAML); errors name the file and line;
+                ``evaluator_set_from``: the set ``--evaluators`` names, for the agent and ``ragmon eval``
 checks          the rule-based kinds (``regex``, ``heuristic``, ``json_schema``) on one trace, bounded
 evaluate        ``EvaluatorSet``: every evaluator of a file, run on a trace -> {name: 1.0 | 0.0 | None}
 ==============  ====================================================================================
@@ -16,8 +17,8 @@ answers, exported as ``ragmon_score_ratio{metric=<name>}`` like the built-in met
 """
 
 from .evaluate import EvaluatorSet
-from .loader import EvaluatorFileError, load_evaluators, parse_evaluators
+from .loader import EvaluatorFileError, evaluator_set_from, load_evaluators, parse_evaluators
 from .spec import KINDS, MAX_EVALUATORS, EvaluatorSpec
 
-__all__ = ["KINDS", "MAX_EVALUATORS", "EvaluatorFileError", "EvaluatorSet", "EvaluatorSpec", "load_evaluators",
-           "parse_evaluators"]
+__all__ = ["KINDS", "MAX_EVALUATORS", "EvaluatorFileError", "EvaluatorSet", "EvaluatorSpec", "evaluator_set_from",
+           "load_evaluators", "parse_evaluators"]

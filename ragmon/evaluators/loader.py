@@ -15,9 +15,11 @@ import jsonschema
 import regex
 import yaml
 
+from ..errors import ConfigError
 from ..quality import NAMES as BUILT_IN_NAMES
 from . import spec as s
 from .checks import SCRIPTS
+from .evaluate import EvaluatorSet
 
 MAX_FILE_BYTES: Final = 1 << 20
 MAX_PATTERN_CHARS: Final = 2_000
@@ -45,6 +47,17 @@ _HEURISTIC_PASS: Final = {"length": ("ok",), "language": ("ok",), "refusal": ("a
 
 class EvaluatorFileError(ValueError):
     """A bad evaluators file: the message names the file and the line."""
+
+
+def evaluator_set_from(path: str | Path | None) -> EvaluatorSet:
+    """The evaluators of ``--evaluators`` (an empty set without one), for the agent and ``ragmon eval``;
+    a bad file is a ``ConfigError`` naming the flag, the file and the line."""
+    if not path:
+        return EvaluatorSet()
+    try:
+        return EvaluatorSet(load_evaluators(path))
+    except EvaluatorFileError as exc:
+        raise ConfigError("--evaluators", str(exc)) from None
 
 
 def load_evaluators(path: str | Path) -> tuple[s.EvaluatorSpec, ...]:

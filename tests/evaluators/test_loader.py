@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from ragmon.evaluators import MAX_EVALUATORS, EvaluatorFileError, load_evaluators, parse_evaluators
+from ragmon.errors import ConfigError
+from ragmon.evaluators import (
+    MAX_EVALUATORS,
+    EvaluatorFileError,
+    evaluator_set_from,
+    load_evaluators,
+    parse_evaluators,
+)
 
 GOOD = """\
 evaluators:
@@ -83,3 +92,17 @@ def test_files_that_are_not_evaluator_files(tmp_path):
         with pytest.raises(EvaluatorFileError, match=r"^x:1: "):
             parse_evaluators(text, "x")
     assert parse_evaluators("evaluators: []\n") == ()
+
+
+def test_the_set_a_command_runs_comes_from_one_loader(tmp_path):
+    """The agent and ``ragmon eval`` both read --evaluators through ``evaluator_set_from``."""
+    assert not evaluator_set_from(None) and not evaluator_set_from("")
+    good = tmp_path / "good.yaml"
+    good.write_text(GOOD)
+    assert evaluator_set_from(good).names == ("no_email", "concise", "polite", "ticket")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(GOOD.replace("kind: regex", "kind: nope"))
+    where = re.escape(f"--evaluators: {bad}:3: ")
+    with pytest.raises(ConfigError, match=rf"^{where}evaluator 'no_email': kind 'nope'") as caught:
+        evaluator_set_from(bad)
+    assert caught.value.setting == "--evaluators"
