@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable
 from typing import Any, Final
 
 from prometheus_client import CollectorRegistry
@@ -19,10 +19,9 @@ from ..config import AgentConfig
 from ..evaluators.judging import check_criteria_judge, criteria_of
 from ..export.metrics import AgentMetrics
 from ..export.server import MetricsServer
-from ..ingest.closed_trace import AnySpan
 from ..ingest.kafka.settings import KafkaSourceSettings
 from ..ingest.receivers.settings import HttpReceiverSettings
-from ..ingest.source import LatencyOnly, SpanSource
+from ..ingest.source import SpanSource
 from ..scoring.identity import judge_identity, not_fitted_line
 from ..scoring.judge import CIRCUIT_CLOSED, Judge
 from .scores import ScoreListener
@@ -38,8 +37,8 @@ EXPIRY_TICK_S: Final = 0.25
 class Agent:
     """Run with ``async with Agent(config) as agent:`` or ``start()`` / ``stop()``.
 
-    ``judge`` and ``source`` are built from ``config`` at start unless given; the agent is a
-    ``SpanSink`` itself (it hands spans to its router), though sources are given the router."""
+    ``judge`` and ``source`` are built from ``config`` at start unless given. Sources are given the
+    router (``parts.router``), the ``SpanSink``; whatever hands spans over in-process uses it too."""
 
     def __init__(
         self,
@@ -248,29 +247,3 @@ class Agent:
             "judge_backlog": len(self._ledger),
         }
         return source_ready and not self._stopping, detail
-
-    # ------------------------------------------------------------------ SpanSink (the router's)
-    @property
-    def latency_only(self) -> LatencyOnly | None:
-        return self._router.latency_only
-
-    def submit(self, spans: Sequence[AnySpan], token: Hashable | None = None) -> None:
-        self._router.submit(spans, token)
-
-    def batch(self) -> contextlib.AbstractContextManager[None]:
-        return self._router.batch()
-
-    def backpressure(self) -> bool:
-        return self._router.backpressure()
-
-    def admit(self, spans: Sequence[AnySpan]) -> bool:
-        return self._router.admit(spans)
-
-    async def flush_where(self, predicate: Callable[[Hashable], bool], timeout_s: float) -> None:
-        await self._router.flush_where(predicate, timeout_s)
-
-    async def hand_over_where(self, predicate: Callable[[Hashable], bool], timeout_s: float) -> set[str]:
-        return await self._router.hand_over_where(predicate, timeout_s)
-
-    def unaccounted(self, trace_ids: set[str]) -> set[str]:
-        return self._router.unaccounted(trace_ids)

@@ -74,7 +74,7 @@ async def test_backpressure_reports_full_backlog():
             source.push([_span(f"{i:032x}", "1" * 16, None, answer="ok answer")], i)
         get = agent.metrics.registry.get_sample_value
         # two traces in flight (one being judged for 1 s, one queued) fill the backlog of 2
-        assert await eventually(agent.backpressure, timeout_s=10, what="a full judge backlog") is True
+        assert await eventually(agent.parts.router.backpressure, timeout_s=10, what="a full judge backlog") is True
         assert get(f"{sc.M_TRACES_SKIPPED}_total", {"service": "svc", "pipeline": "p", "reason": "backlog_full"}) == 2
     finally:
         await agent.stop()

@@ -13,11 +13,13 @@ from ragmon._log import LogOnce
 from ragmon.agent import Agent
 from ragmon.agent.judge_pool import JudgePoolSettings
 from ragmon.agent.latency import LatencySettings
+from ragmon.agent.router import TraceRouter
 from ragmon.agent.wiring import AssemblerSettings, CapacitySettings, InspectSettings, build_parts
 from ragmon.config import SETTINGS_BY_NAME, load_agent_config
 from ragmon.ingest.extract import ExtractSettings
 from ragmon.sampling.power import DetectSettings
 from ragmon.sampling.sampler import SamplingPolicy, SamplingSettings
+from ragmon.testing import InMemorySource, StaticJudge
 from ragmon.types import SpanRecord
 
 SECTIONS = (AssemblerSettings, SamplingSettings, DetectSettings, LatencySettings, JudgePoolSettings,
@@ -81,7 +83,17 @@ def test_the_assembler_takes_its_section():
         "ragmon_traces_incomplete_total", {"service": "svc", "pipeline": "p", "reason": "timeout"}) == 1
 
 
-def test_the_agent_owns_parts_not_mixins():
+async def test_the_agent_owns_parts_not_mixins():
     assert Agent.__mro__ == (Agent, object)
-    agent = Agent(load_agent_config({"metrics_port": 0}, environ={}), registry=CollectorRegistry())
-    assert agent.parts.router.latency_only is agent.latency_only
+    source = InMemorySource()
+    agent = Agent(load_agent_config({"metrics_port": 0}, environ={}), registry=CollectorRegistry(),
+                  judge=StaticJudge({"faithfulness": 1.0}), source=source)
+    await agent.start()
+    try:
+        assert source.sink is agent.parts.router  # the router is the SpanSink sources are given ...
+    finally:
+        await agent.stop()
+    sink_methods = {"latency_only", "submit", "batch", "backpressure", "admit", "flush_where", "hand_over_where",
+                    "unaccounted"}
+    assert sink_methods <= set(dir(TraceRouter))
+    assert not sink_methods & set(dir(Agent))  # ... and the agent forwards none of its methods

@@ -171,7 +171,7 @@ def test_the_agent_counts_a_span_it_cannot_assemble_and_keeps_the_rest(caplog: p
     bad = SpanRecord(trace_id="ab" * 16, span_id=["cd"], parent_span_id=None, name="x",  # type: ignore[arg-type]
                      start_time_ns=0, end_time_ns=1, attributes={}, resource={})
     with caplog.at_level("WARNING"):
-        agent.submit([bad, *good])
+        agent.parts.router.submit([bad, *good])
     assert registry.get_sample_value(f"{sc.M_DROPPED}_total", {"reason": sc.DROP_MALFORMED_SPAN}) == 1
     assert registry.get_sample_value(f"{sc.M_TRACES_RECEIVED}_total",
                                      {"service": "support-bot", "pipeline": "faq"}) == 1

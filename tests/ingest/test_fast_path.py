@@ -7,7 +7,7 @@ equal line for line (creation timestamps and judge timings aside), and the judge
 same traces. Text-bearing traffic (the SDK's default, OpenInference, GenAI, LangChain/OpenLLMetry
 shapes) must take the light path too: the assembler's ``path_counts`` tell.
 
-The Kafka source hands a fetched batch over inside ``Agent.batch()`` (metric updates applied once,
+The Kafka source hands a fetched batch over inside the sink's ``batch()`` (metric updates applied once,
 at its end: ``ingest/tally.py``); the same bodies handed over that way give the same exposition,
 judged traces and released delivery tokens, on either path, as one submission at a time.
 """
@@ -414,7 +414,7 @@ async def _run(bodies: list[bytes], settings: Mapping[str, Any], *,
     agent = Agent(config, registry=registry, judge=judge)
     await agent.start()
     try:
-        assert (agent.latency_only is not None) == (fast and settings.get("sample_rate", 1.0) < 1.0)
+        assert (agent.parts.router.latency_only is not None) == (fast and settings.get("sample_rate", 1.0) < 1.0)
         async with httpx.AsyncClient() as client:
             for body in bodies:
                 reply = await client.post(f"http://127.0.0.1:{agent.receiver_port}/v1/traces",
@@ -526,7 +526,7 @@ def test_traces_inside_the_judging_bound_are_decoded_in_full(bodies: list[bytes]
 async def _run_in_memory(bodies: list[bytes], settings: Mapping[str, Any], *, fast: bool,
                          batched: bool) -> tuple[list[str], list[str], list[Any]]:
     """Bodies decoded as the Kafka source decodes a message, handed over with a delivery token each:
-    all inside one ``Agent.batch()`` (as one fetched batch) or one submission at a time."""
+    all inside one ``batch()`` of the agent's sink, its router (as one fetched batch), or one submission at a time."""
     config = load_agent_config({"metrics_port": 0, "judge_concurrency": 1, "trace_timeout_s": 60.0,
                                 **settings, "fast_path": fast}, environ={})
     registry = CollectorRegistry()
@@ -535,10 +535,11 @@ async def _run_in_memory(bodies: list[bytes], settings: Mapping[str, Any], *, fa
     agent = Agent(config, registry=registry, judge=judge, source=source)
     await agent.start()
     try:
-        with agent.batch() if batched else contextlib.nullcontext():
+        sink = agent.parts.router
+        with sink.batch() if batched else contextlib.nullcontext():
             for offset, body in enumerate(bodies):
                 decoded = decode_export_request(body, content_type="application/x-protobuf",
-                                                latency_only=agent.latency_only)
+                                                latency_only=sink.latency_only)
                 source.push(decoded.spans, ("topic", 0, offset))  # type: ignore[arg-type]
     finally:
         await agent.stop()
