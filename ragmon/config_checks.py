@@ -9,7 +9,7 @@ from . import judges
 from .errors import ConfigError
 
 if TYPE_CHECKING:
-    from .config import AgentConfig
+    from .config_table import AgentConfig
 
 
 def check_judge_endpoint(judge: str, base_url: str | None, model: str | None) -> None:

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "ragmon"
 DOC = ROOT / "docs" / "architecture.md"
 
-ENV_READERS = frozenset({"ragmon.config", "ragmon.env"})
+ENV_READERS = frozenset({"ragmon.config_table", "ragmon.env"})
 
 
 @cache
@@ -229,7 +229,7 @@ def test_ragmon_variables_are_read_through_the_settings_table_or_env_py() -> Non
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and re.fullmatch(
                     r"RAGMON_[A-Z0-9_]+", node.value):
                 wrong.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value}")
-    assert not wrong, "name these in config.py's table or env.py:\n" + "\n".join(wrong)
+    assert not wrong, "name these in config_table.py's table or env.py:\n" + "\n".join(wrong)
 
 
 # foreign objects stay behind their edge (docs/architecture.md, "Rules"): library -> where it may be imported
