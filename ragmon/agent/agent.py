@@ -20,7 +20,7 @@ from ..evaluators.judging import check_criteria_judge, criteria_of
 from ..export.metrics import AgentMetrics
 from ..export.server import MetricsServer
 from ..ingest.kafka.settings import KafkaSourceSettings
-from ..ingest.receivers.settings import HttpReceiverSettings
+from ..ingest.receivers.settings import GrpcReceiverSettings, HttpReceiverSettings
 from ..ingest.source import SpanSource
 from ..scoring.identity import judge_identity, not_fitted_line
 from ..scoring.judge import CIRCUIT_CLOSED, Judge
@@ -144,7 +144,7 @@ class Agent:
         if self.config.receiver_grpc_port is None:
             return http
         from ..ingest.composite_source import CompositeSource
-        from ..ingest.receivers.grpc_receiver import GrpcReceiverSettings, OtlpGrpcReceiver
+        from ..ingest.receivers.grpc_receiver import OtlpGrpcReceiver
 
         self._grpc = OtlpGrpcReceiver(self.config.section(GrpcReceiverSettings), self.metrics)
         return CompositeSource([http, self._grpc])

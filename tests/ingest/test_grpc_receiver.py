@@ -25,9 +25,9 @@ from ragmon.config import load_agent_config
 from ragmon.errors import ConfigError
 from ragmon.export.metrics import AgentMetrics
 from ragmon.ingest.composite_source import CompositeSource
-from ragmon.ingest.receivers.grpc_receiver import EXPORT_METHOD, SERVICE_NAME, GrpcReceiverSettings, OtlpGrpcReceiver
+from ragmon.ingest.receivers.grpc_receiver import EXPORT_METHOD, SERVICE_NAME, OtlpGrpcReceiver
 from ragmon.ingest.receivers.http_receiver import OtlpHttpReceiver
-from ragmon.ingest.receivers.settings import HttpReceiverSettings
+from ragmon.ingest.receivers.settings import GrpcReceiverSettings, HttpReceiverSettings
 from ragmon.types import SpanRecord
 from tests.agent.conftest import ScriptedJudge, running_agent
 from tests.helpers.traffic import OtlpTraffic, healthy
@@ -147,6 +147,23 @@ async def test_malformed_message_is_invalid_argument_counted_and_the_receiver_go
     assert running.requests(sc.OUTCOME_REJECTED) == 1
     response = ExportTraceServiceResponse.FromString(await _call(running.target, _trace_request()))
     assert not response.HasField("partial_success")
+    assert len(running.sink.spans) == 2 and running.requests(sc.OUTCOME_OK) == 1
+
+
+async def test_internal_error_is_internal_counted_and_the_receiver_goes_on(
+        running: Running, monkeypatch: pytest.MonkeyPatch) -> None:
+    import ragmon.ingest.receivers.base as receive_path  # the decoding both receivers share
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("injected fault")
+
+    monkeypatch.setattr(receive_path, "decode_export_request", broken)
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await _call(running.target, _trace_request())
+    assert err.value.code() == grpc.StatusCode.INTERNAL
+    assert running.requests(sc.OUTCOME_REJECTED) == 1 and not running.sink.spans
+    monkeypatch.undo()
+    await _call(running.target, _trace_request())
     assert len(running.sink.spans) == 2 and running.requests(sc.OUTCOME_OK) == 1
 
 

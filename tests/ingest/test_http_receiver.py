@@ -386,12 +386,12 @@ async def test_bodies_in_progress_are_bounded_with_a_retryable_503() -> None:
 
 async def test_internal_error_is_a_500_with_a_status_and_service_goes_on(
         running: Running, monkeypatch: pytest.MonkeyPatch) -> None:
-    import ragmon.ingest.receivers.http_receiver as receiver_module
+    import ragmon.ingest.receivers.base as receive_path  # the decoding both receivers share
 
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("injected fault")
 
-    monkeypatch.setattr(receiver_module, "decode_export_request", broken)
+    monkeypatch.setattr(receive_path, "decode_export_request", broken)
     body = _factory_with_trace().request().SerializeToString()
     response = await running.client.post(running.url, content=body, headers=PROTO)
     assert response.status_code == 500

@@ -23,6 +23,9 @@ inflated by grpc; the size limit applies to the inflated message. At most
 ``_MAX_CONCURRENT_RPCS`` exports are handled at once (beyond that grpc answers the retryable
 ``RESOURCE_EXHAUSTED``), which bounds the memory of messages in progress.
 
+The path of one export (token, admission, decoding, submission, accounting) is the HTTP receiver's,
+written once in ``base.py``; this module listens and answers in gRPC.
+
 TLS and the bearer token are the OTLP/HTTP receiver's settings (``--receiver-tls-*``,
 ``--receiver-bearer-token``); both receivers listen on ``--receiver-host``, so the rule that a
 non-loopback bind needs TLS or a token (docs/security.md) covers this one too.
@@ -34,11 +37,9 @@ bad input is logged once.
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import logging
-from collections.abc import Hashable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import grpc
 from google.protobuf import duration_pb2
@@ -47,85 +48,41 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
 from ... import semconv as sc
 from ..._log import LogOnce
-from ..._security import BearerToken
 from ...errors import ConfigError, DecodeError
-from ..decode.otlp import CONTENT_TYPE_PROTOBUF, SpanBatch, decode_export_request
-from ..source import LatencyOnly, SourceMetrics, SpanSink, latency_only_of
-from .admission import ExportAdmission
-from .http_receiver import RETRY_AFTER_S
+from ..decode.otlp import CONTENT_TYPE_PROTOBUF
+from ..source import SourceMetrics, SpanSink
+from .admission import Busy
+from .base import RETRY_AFTER_S, OtlpReceiver, Refused, export_response
+from .settings import GrpcReceiverSettings
 
-__all__ = ["GrpcReceiverSettings", "OtlpGrpcReceiver"]
+__all__ = ["OtlpGrpcReceiver"]
 
 log = logging.getLogger(__name__)
 
 _SERVICE = trace_service_pb2.DESCRIPTOR.services_by_name["TraceService"]
 SERVICE_NAME = _SERVICE.full_name  # opentelemetry.proto.collector.trace.v1.TraceService
 EXPORT_METHOD = _SERVICE.methods_by_name["Export"].name
-_THREAD_DECODE_BYTES = 256 * 1024  # smaller messages decode faster than a thread hop
 _MAX_CONCURRENT_RPCS = 8  # exports in progress at once (each holds up to receiver_max_body_bytes)
-_SHUTDOWN_TIMEOUT_S = 10.0
 _RETRY_INFO_KEY = "google.rpc.retryinfo-bin"  # where OTLP exporters read the throttle delay
 
 
-@dataclass(frozen=True, slots=True)
-class GrpcReceiverSettings:
-    receiver_host: str
-    receiver_grpc_port: int | None
-    receiver_max_body_bytes: int
-    shutdown_grace_s: float
-    receiver_tls_cert_file: str | None = None
-    receiver_tls_key_file: str | None = None
-    receiver_tls_client_ca_file: str | None = None
-    receiver_bearer_token: str | None = None
-
-
-class _Refusal(Exception):
-    """Answer the export with this status (raised inside the handler, turned into an abort)."""
-
-    def __init__(self, code: grpc.StatusCode, message: str, *, retry: bool = False) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.retry = retry
-
-
-class OtlpGrpcReceiver:
+class OtlpGrpcReceiver(OtlpReceiver):
     name = "grpc"
+    LABEL = "OTLP/gRPC receiver"
+    RETRY_ANSWER = "UNAVAILABLE with RetryInfo"
+    EXPORT = "export"
+    TOKEN_REFUSED = "refused an export (missing or wrong bearer token)"
 
     def __init__(self, config: GrpcReceiverSettings, metrics: SourceMetrics) -> None:
+        super().__init__(config, metrics, LogOnce(log))
         self._config = config
-        self._host = config.receiver_host
         self._requested_port = config.receiver_grpc_port if config.receiver_grpc_port is not None else 0
-        self._max_body = config.receiver_max_body_bytes
-        self._token = BearerToken(config.receiver_bearer_token) if config.receiver_bearer_token else None
-        self._shutdown_timeout = min(config.shutdown_grace_s, _SHUTDOWN_TIMEOUT_S)
-        self._metrics = metrics
-        self._log_once = LogOnce(log)
-        self._sink: SpanSink | None = None
-        self._latency_only: LatencyOnly | None = None  # the sink's (source.latency_only_of)
         self._server: Any = None  # grpc.aio.Server
-        self._port: int | None = None
-        self._accepting = False
-        self._decode_slot = asyncio.Semaphore(1)  # large messages are decoded one at a time
-        self._admission = ExportAdmission(self.name, "OTLP/gRPC receiver", "UNAVAILABLE with RetryInfo", metrics,
-                                          self._log_once)
-
-    @property
-    def port(self) -> int | None:
-        """The bound port (the configured one, or the one the OS chose for port 0); None before start."""
-        return self._port
-
-    def ready(self) -> bool:
-        return self._accepting
-
-    def release(self, token: Hashable) -> None:
-        """gRPC deliveries are acknowledged by the response; nothing to release."""
 
     async def start(self, sink: SpanSink) -> None:
         if self._server is not None:
             return
-        self._sink = sink
-        self._latency_only = latency_only_of(sink)
+        self._attach(sink)
         credentials = self._credentials()
         server = grpc.aio.server(
             options=[
@@ -156,8 +113,7 @@ class OtlpGrpcReceiver:
             ) from error
         await server.start()
         self._server = server
-        self._port = int(port)
-        self._accepting = True
+        self._listening(int(port))
         log.info("OTLP/gRPC receiver listening on %s:%d%s%s", self._host, self._port,
                  " (TLS)" if credentials is not None else "",
                  " (bearer token required)" if self._token is not None else "")
@@ -190,61 +146,30 @@ class OtlpGrpcReceiver:
 
     # --- request handling -----------------------------------------------------------------------
     async def _export(self, request: bytes, context: grpc.aio.ServicerContext[bytes, bytes]) -> bytes:
-        try:
-            return await self._handle(request, context)
-        except _Refusal as refusal:
-            trailing: tuple[tuple[str, str | bytes], ...] = ()
-            if refusal.retry:
-                info = error_details_pb2.RetryInfo(retry_delay=duration_pb2.Duration(seconds=RETRY_AFTER_S))
-                trailing = ((_RETRY_INFO_KEY, info.SerializeToString()),)
-            await context.abort(refusal.code, refusal.message, trailing_metadata=trailing)
-            raise AssertionError("unreachable: abort raises") from None
-
-    async def _handle(self, request: bytes, context: grpc.aio.ServicerContext[bytes, bytes]) -> bytes:
-        if self._token is not None and not self._token.accepts(_authorization(context)):
-            self._count(sc.OUTCOME_UNAUTHORIZED)
-            counter = getattr(self._metrics, "auth_failures", None)
-            if counter is not None:
-                counter.labels(sc.ENDPOINT_RECEIVER, sc.AUTH_FAILED_TOKEN).inc()
-            self._log_once.warning("auth", "OTLP/gRPC receiver: refused an export (missing or wrong bearer token)")
-            raise _Refusal(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
-        sink = self._sink
-        busy = self._admission.before_reading(sink, self._accepting)
-        if busy is not None:
-            raise _Refusal(grpc.StatusCode.UNAVAILABLE, busy.message, retry=True)
-        assert sink is not None  # before_reading refuses without one
-        try:
-            if len(request) > _THREAD_DECODE_BYTES:
-                async with self._decode_slot:
-                    batch = await asyncio.to_thread(self._decode, request)
-            else:
-                batch = self._decode(request)
-        except DecodeError as exc:
-            self._count(sc.OUTCOME_REJECTED)
-            self._metrics.dropped.labels(exc.reason).inc()
-            self._log_once.warning(f"decode:{exc.reason}", "OTLP/gRPC receiver: rejected export (%s): %s",
-                                   exc.reason, exc)
-            code = (grpc.StatusCode.RESOURCE_EXHAUSTED if exc.reason == sc.DROP_BODY_TOO_LARGE
-                    else grpc.StatusCode.INVALID_ARGUMENT)
-            raise _Refusal(code, str(exc)) from None
-        except Exception:  # noqa: BLE001  # a bug of ours, not the client's fault: answer, count, log once
-            self._count(sc.OUTCOME_REJECTED)
-            self._log_once.warning("internal", "OTLP/gRPC receiver: internal error while decoding", exc_info=True)
-            raise _Refusal(grpc.StatusCode.INTERNAL, "internal error while decoding the request") from None
-        del request
-
-        busy = await self._admission.submit(sink, batch)
-        if busy is not None:
-            raise _Refusal(grpc.StatusCode.UNAVAILABLE, busy.message, retry=True)
-        return _export_response(batch)
-
-    def _decode(self, message: bytes) -> SpanBatch:
         # grpc already inflated a gzip message; the bytes are an ExportTraceServiceRequest
-        return decode_export_request(message, content_type=CONTENT_TYPE_PROTOBUF, content_encoding=None,
-                                     max_bytes=self._max_body, latency_only=self._latency_only)
+        outcome = await self._receive(_authorization(context),
+                                      functools.partial(self._decode, request, CONTENT_TYPE_PROTOBUF, None))
+        if isinstance(outcome, Busy):
+            await _abort(context, grpc.StatusCode.UNAVAILABLE, outcome.message, retry=True)
+        elif isinstance(outcome, DecodeError):
+            await _abort(context, grpc.StatusCode.RESOURCE_EXHAUSTED if outcome.reason == sc.DROP_BODY_TOO_LARGE
+                         else grpc.StatusCode.INVALID_ARGUMENT, str(outcome))
+        elif outcome is Refused.TOKEN:
+            await _abort(context, grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+        elif isinstance(outcome, Refused):  # INTERNAL (grpc reads the message itself: no READ_TIMEOUT)
+            await _abort(context, grpc.StatusCode.INTERNAL, "internal error while decoding the request")
+        return export_response(outcome).SerializeToString()
 
-    def _count(self, outcome: str) -> None:
-        self._admission.count(outcome)
+
+async def _abort(context: grpc.aio.ServicerContext[bytes, bytes], code: grpc.StatusCode, message: str,
+                 retry: bool = False) -> NoReturn:
+    """Answer the export with ``code`` (``retry``: with a ``RetryInfo`` of ``RETRY_AFTER_S``)."""
+    trailing: tuple[tuple[str, str | bytes], ...] = ()
+    if retry:
+        info = error_details_pb2.RetryInfo(retry_delay=duration_pb2.Duration(seconds=RETRY_AFTER_S))
+        trailing = ((_RETRY_INFO_KEY, info.SerializeToString()),)
+    await context.abort(code, message, trailing_metadata=trailing)
+    raise AssertionError("unreachable: abort raises")
 
 
 def _authorization(context: grpc.aio.ServicerContext[bytes, bytes]) -> str | None:
@@ -257,11 +182,3 @@ def _authorization(context: grpc.aio.ServicerContext[bytes, bytes]) -> str | Non
 def _host_for_grpc(host: str) -> str:
     """grpc wants IPv6 literals in brackets."""
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
-
-
-def _export_response(batch: SpanBatch) -> bytes:
-    response = trace_service_pb2.ExportTraceServiceResponse()
-    if batch.rejected_spans:
-        response.partial_success.rejected_spans = batch.rejected_spans
-        response.partial_success.error_message = "; ".join(batch.errors)
-    return response.SerializeToString()

@@ -35,7 +35,8 @@ decoded Python objects of a 16 MiB body are several times its size: decoding the
 would multiply the peak memory); spans are handed to the sink on the loop in slices of
 ``admission.SUBMIT_SLICE`` with a yield between them, so one 250,000-span export never stalls the loop
 (liveness probes, other exports). Exports are submitted one at a time, so admission and
-submission cannot interleave.
+submission cannot interleave. The path of one export (token, admission, decoding, submission,
+accounting) is the gRPC receiver's, written once in ``base.py``; this module reads and answers in HTTP.
 """
 
 from __future__ import annotations
@@ -43,22 +44,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
-from collections.abc import Hashable
 
 from aiohttp import hdrs, web
 from aiohttp.http_exceptions import HttpProcessingError
 from google.protobuf import json_format
 from google.protobuf.message import Message
 from google.rpc import status_pb2
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from ... import semconv as sc
 from ..._log import LogOnce
-from ..._security import BearerToken, server_ssl_context
+from ..._security import server_ssl_context
 from ...errors import ConfigError, DecodeError
-from ..decode.otlp import CONTENT_TYPE_JSON, CONTENT_TYPE_PROTOBUF, SpanBatch, decode_export_request, media_type
-from ..source import LatencyOnly, SourceMetrics, SpanSink, latency_only_of
-from .admission import Busy, ExportAdmission
+from ..decode.otlp import CONTENT_TYPE_JSON, CONTENT_TYPE_PROTOBUF, SpanBatch, media_type
+from ..source import SourceMetrics, SpanSink
+from .admission import Busy
+from .base import RETRY_AFTER_S, OtlpReceiver, Refused, export_response
 from .settings import HttpReceiverSettings
 
 __all__ = ["TRACES_PATH", "OtlpHttpReceiver"]
@@ -66,10 +66,7 @@ __all__ = ["TRACES_PATH", "OtlpHttpReceiver"]
 log = logging.getLogger(__name__)
 
 TRACES_PATH = "/v1/traces"
-RETRY_AFTER_S = 1  # seconds; exporters add their own exponential backoff on top
-_THREAD_DECODE_BYTES = 256 * 1024  # smaller bodies decode faster than a thread hop
 _READ_CHUNK = 64 * 1024
-_SHUTDOWN_TIMEOUT_S = 10.0
 # Bodies being read or decoded at once may hold at most this many times the per-request limit;
 # beyond it new requests get a retryable 503 instead of growing memory without bound.
 _BODY_BUDGET_FACTOR = 4
@@ -90,48 +87,29 @@ _HTTP_STATUS = {
 }
 
 
-class OtlpHttpReceiver:
+class OtlpHttpReceiver(OtlpReceiver):
     name = "http"
+    LABEL = "OTLP receiver"
+    RETRY_ANSWER = "503 Retry-After"
+    EXPORT = "request"
+    TOKEN_REFUSED = f"refused a client ({sc.AUTH_FAILED_TOKEN} authentication failed)"
 
     def __init__(self, config: HttpReceiverSettings, metrics: SourceMetrics) -> None:
-        self._host = config.receiver_host
+        super().__init__(config, metrics, LogOnce(log))
         self._requested_port = config.receiver_port
-        self._max_body = config.receiver_max_body_bytes
         self._read_timeout = config.receiver_read_timeout_s
         self._config = config
-        self._token = BearerToken(config.receiver_bearer_token) if config.receiver_bearer_token else None
         self._scheme = "https" if config.receiver_tls_cert_file else "http"
-        self._shutdown_timeout = min(config.shutdown_grace_s, _SHUTDOWN_TIMEOUT_S)
-        self._metrics = metrics
-        self._log_once = LogOnce(log)
-        self._sink: SpanSink | None = None
-        self._latency_only: LatencyOnly | None = None  # the sink's (source.latency_only_of)
         self._runner: web.AppRunner | None = None
-        self._port: int | None = None
-        self._accepting = False
         self._in_flight = 0
         self._budget = _BodyBudget(_BODY_BUDGET_FACTOR * self._max_body)
-        self._decode_slot = asyncio.Semaphore(1)  # large bodies are decoded one at a time
-        self._admission = ExportAdmission(self.name, "OTLP receiver", "503 Retry-After", metrics, self._log_once)
         self._idle = asyncio.Event()
         self._idle.set()
-
-    @property
-    def port(self) -> int | None:
-        """The bound port (the configured one, or the one the OS chose for port 0); None before start."""
-        return self._port
-
-    def ready(self) -> bool:
-        return self._accepting
-
-    def release(self, token: Hashable) -> None:
-        """HTTP deliveries are acknowledged by the response; nothing to release."""
 
     async def start(self, sink: SpanSink) -> None:
         if self._runner is not None:
             return
-        self._sink = sink
-        self._latency_only = latency_only_of(sink)
+        self._attach(sink)
         ssl_context = self._ssl_context()
         # client_max_size guards aiohttp's own readers; we read the body ourselves, bounded.
         app = web.Application(client_max_size=self._max_body + 1)
@@ -155,8 +133,7 @@ class OtlpHttpReceiver:
                 f"cannot listen on {self._host}:{self._requested_port}: {exc.strerror or exc}",
             ) from exc
         self._runner = runner
-        self._port = _bound_port(runner, self._requested_port)
-        self._accepting = True
+        self._listening(_bound_port(runner, self._requested_port))
         log.info("OTLP/HTTP receiver listening on %s://%s:%d%s%s", self._scheme, self._host, self._port,
                  TRACES_PATH, " (bearer token required)" if self._token is not None else "")
 
@@ -166,15 +143,9 @@ class OtlpHttpReceiver:
             return None
         return server_ssl_context(
             c.receiver_tls_cert_file, c.receiver_tls_key_file, c.receiver_tls_client_ca_file,
-            lambda: self._auth_failed(sc.AUTH_FAILED_TLS),
+            lambda: self._auth_failed(sc.AUTH_FAILED_TLS,
+                                      f"refused a client ({sc.AUTH_FAILED_TLS} authentication failed)"),
             setting="--receiver-tls-cert-file / --receiver-tls-key-file / --receiver-tls-client-ca-file")
-
-    def _auth_failed(self, reason: str) -> None:
-        counter = getattr(self._metrics, "auth_failures", None)  # AgentMetrics has it; other sinks may not
-        if counter is not None:
-            counter.labels(sc.ENDPOINT_RECEIVER, reason).inc()
-        self._log_once.warning(f"auth:{reason}", "OTLP receiver: refused a client (%s authentication failed)",
-                               reason)
 
     async def stop(self) -> None:
         """Stop accepting connections, let in-flight requests finish (bounded). Idempotent.
@@ -228,58 +199,47 @@ class OtlpHttpReceiver:
             return _status_response(405, _RPC_UNIMPLEMENTED, f"method {request.method} not allowed; use POST",
                                     CONTENT_TYPE_JSON, headers={hdrs.ALLOW: hdrs.METH_POST})
         response_type = _response_type(request.headers.get(hdrs.CONTENT_TYPE))
-        if self._token is not None and not self._token.accepts(request.headers.get(hdrs.AUTHORIZATION)):
-            self._count(sc.OUTCOME_UNAUTHORIZED)
-            self._auth_failed(sc.AUTH_FAILED_TOKEN)
+        outcome = await self._receive(request.headers.get(hdrs.AUTHORIZATION), lambda: self._load(request))
+        if isinstance(outcome, Busy):
+            return _retry_later(outcome, response_type)
+        if isinstance(outcome, DecodeError):
+            http_status, rpc_code = _HTTP_STATUS.get(outcome.reason, (400, _RPC_INVALID_ARGUMENT))
+            return _status_response(http_status, rpc_code, str(outcome), response_type)
+        if outcome is Refused.TOKEN:
             response = _status_response(401, _RPC_UNAUTHENTICATED, "missing or wrong bearer token", response_type,
                                         headers={hdrs.WWW_AUTHENTICATE: 'Bearer realm="ragmon"'})
             response.force_close()  # do not read (or keep a connection for) an unauthenticated body
             return response
-        sink = self._sink
-        busy = self._admission.before_reading(sink, self._accepting)
-        if busy is not None:
-            return _retry_later(busy, response_type)
-        assert sink is not None  # before_reading refuses without one
+        if outcome is Refused.READ_TIMEOUT:
+            response = _status_response(408, _RPC_DEADLINE_EXCEEDED,
+                                        f"request body not received within {self._read_timeout:g} s", response_type)
+            response.force_close()
+            return response
+        if outcome is Refused.INTERNAL:
+            return _status_response(500, _RPC_INTERNAL, "internal error while decoding the request", response_type)
+        return web.Response(status=200, body=_encode(export_response(outcome), response_type),
+                            content_type=response_type)
+
+    async def _load(self, request: web.Request) -> SpanBatch | Busy | Refused:
+        """Read the body (bounded in size, time and, with the other requests, in memory) and decode it."""
         try:
             with self._budget.reservation() as reservation:
                 try:
                     async with asyncio.timeout(self._read_timeout):
                         body = await self._read_body(request, reservation)
                 except TimeoutError:
-                    return self._read_timed_out(response_type)
-                if len(body) > _THREAD_DECODE_BYTES:
-                    async with self._decode_slot:
-                        batch = await asyncio.to_thread(self._decode, request, body)
-                else:
-                    batch = self._decode(request, body)
-                del body
-        except DecodeError as exc:
-            return self._reject(exc, response_type)
+                    self._count(sc.OUTCOME_REJECTED)
+                    self._metrics.dropped.labels(sc.DROP_READ_TIMEOUT).inc()
+                    self._log_once.warning("read_timeout", "OTLP receiver: request body not received within %.1f s; "
+                                           "answering 408 and closing the connection", self._read_timeout)
+                    return Refused.READ_TIMEOUT
+                return await self._decode(body, request.headers.get(hdrs.CONTENT_TYPE, ""),
+                                          request.headers.get(hdrs.CONTENT_ENCODING))
         except _BudgetExceeded:
             self._count(sc.OUTCOME_THROTTLED)
             self._log_once.warning("body_budget", "OTLP receiver: %d bytes of request bodies in progress; "
                                    "answering 503 Retry-After", self._budget.used)
-            return _retry_later(Busy("too many large requests in progress; retry later"), response_type)
-        except Exception:  # noqa: BLE001  # a bug of ours, not the client's fault: answer, count, log once
-            self._count(sc.OUTCOME_REJECTED)
-            self._log_once.warning("internal", "OTLP receiver: internal error while decoding", exc_info=True)
-            return _status_response(500, _RPC_INTERNAL, "internal error while decoding the request",
-                                    response_type)
-
-        busy = await self._admission.submit(sink, batch)
-        if busy is not None:
-            return _retry_later(busy, response_type)
-        return _export_response(batch, response_type)
-
-    def _read_timed_out(self, response_type: str) -> web.Response:
-        self._count(sc.OUTCOME_REJECTED)
-        self._metrics.dropped.labels(sc.DROP_READ_TIMEOUT).inc()
-        self._log_once.warning("read_timeout", "OTLP receiver: request body not received within %.1f s; "
-                               "answering 408 and closing the connection", self._read_timeout)
-        response = _status_response(408, _RPC_DEADLINE_EXCEEDED,
-                                    f"request body not received within {self._read_timeout:g} s", response_type)
-        response.force_close()
-        return response
+            return Busy("too many large requests in progress; retry later")
 
     def protocol_error(self, exc: BaseException) -> None:
         """aiohttp refused a request before any handler ran (called by ``_ProtocolErrorLog``)."""
@@ -313,25 +273,6 @@ class OtlpHttpReceiver:
             # the client went away or broke the framing mid-body: nothing decodable arrived
             raise DecodeError(f"request body incomplete after {size} bytes: {exc}") from exc
         return b"".join(chunks)
-
-    def _decode(self, request: web.Request, body: bytes) -> SpanBatch:
-        return decode_export_request(
-            body,
-            content_type=request.headers.get(hdrs.CONTENT_TYPE, ""),
-            content_encoding=request.headers.get(hdrs.CONTENT_ENCODING),
-            max_bytes=self._max_body,
-            latency_only=self._latency_only,
-        )
-
-    def _reject(self, exc: DecodeError, response_type: str) -> web.Response:
-        self._count(sc.OUTCOME_REJECTED)
-        self._metrics.dropped.labels(exc.reason).inc()
-        self._log_once.warning(f"decode:{exc.reason}", "OTLP receiver: rejected request (%s): %s", exc.reason, exc)
-        http_status, rpc_code = _HTTP_STATUS.get(exc.reason, (400, _RPC_INVALID_ARGUMENT))
-        return _status_response(http_status, rpc_code, str(exc), response_type)
-
-    def _count(self, outcome: str) -> None:
-        self._admission.count(outcome)
 
 
 # --- helpers ------------------------------------------------------------------------------------
@@ -414,14 +355,6 @@ def _encode(message: Message, content_type: str) -> bytes:
     if content_type == CONTENT_TYPE_PROTOBUF:
         return message.SerializeToString()
     return json_format.MessageToJson(message, indent=None).encode("utf-8")
-
-
-def _export_response(batch: SpanBatch, content_type: str) -> web.Response:
-    response = ExportTraceServiceResponse()
-    if batch.rejected_spans:
-        response.partial_success.rejected_spans = batch.rejected_spans
-        response.partial_success.error_message = "; ".join(batch.errors)
-    return web.Response(status=200, body=_encode(response, content_type), content_type=content_type)
 
 
 def _retry_later(busy: Busy, content_type: str) -> web.Response:
