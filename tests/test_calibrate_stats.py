@@ -75,6 +75,20 @@ def test_bootstrap_interval() -> None:
     assert all(math.isnan(v) for v in stats.bootstrap_ci(y, s2, stats.roc_auc, n=0))
 
 
+def test_paired_bootstrap_interval_of_a_difference() -> None:
+    # calibrate --fit's gain: AUC(refit) - AUC(default) on the same resampled rows
+    y = np.array([0, 0, 0, 1, 1, 1] * 5)
+    perfect = np.array([0.1, 0.2, 0.3, 0.7, 0.8, 0.9] * 5)
+    noisy = np.random.default_rng(0).random(len(y))
+    assert stats.bootstrap_ci(y, noisy, stats.roc_auc, n=200, seed=3, baseline=noisy) == (0.0, 0.0)
+    lo, hi = stats.bootstrap_ci(y, perfect, stats.roc_auc, n=300, seed=3, baseline=noisy)
+    assert 0.0 < lo < 1.0 - stats.roc_auc(y, noisy) < hi <= 1.0
+    # the resamples are the unpaired interval's (same seed): each bound is 1 - the noisy judge's
+    noisy_lo, noisy_hi = stats.bootstrap_ci(y, noisy, stats.roc_auc, n=300, seed=3)
+    assert (lo, hi) == pytest.approx((1.0 - noisy_hi, 1.0 - noisy_lo))
+    assert all(math.isnan(v) for v in stats.bootstrap_ci(y, perfect, stats.roc_auc, n=0, baseline=noisy))
+
+
 def test_ranking_metrics_by_hand() -> None:
     # one query each, in the judge's order (scores descending)
     one = stats.ranking_metrics([[1, 0, 1, 0]], [[0.9, 0.8, 0.7, 0.6]], k=3)

@@ -5,10 +5,10 @@ score (its logit) plus the interpretable features it is built from, with an L2 p
 classes weighted equally (so 0.5 stays the balanced cut): with few labels it stays close to a
 recalibration of the default, with more it re-weights the evidence. Everything reported is out
 of fold (5 folds grouped by ``meta.source_id`` when rows have one): balanced accuracy and AUC of
-the default against the refit, their difference with a paired bootstrap interval, and a
-learning curve (the refit trained on 25, 50, 100, ... random rows of each training part, and on the
-first 25, 50, 100, ... in the order ``ragmon dataset label --mode judge`` offers them). Pure
-numpy; the rows' features come from the judge passed in.
+the default against the refit, their difference with a paired bootstrap interval (the project's one
+bootstrap, ``stats.bootstrap_ci``), and a learning curve (the refit trained on 25, 50, 100, ... random
+rows of each training part, and on the first 25, 50, 100, ... in the order ``ragmon dataset label
+--mode judge`` offers them). Pure numpy; the rows' features come from the judge passed in.
 
 Context relevance (rows with ``meta.context_labels``, per context): either its threshold — the raw
 relevance probability above which a context counts as relevant, chosen for the best balanced
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -167,19 +167,30 @@ def _ba(y: np.ndarray, s: np.ndarray) -> float:
     return stats.balanced_accuracy(stats.confusion(y, s, 0.5))
 
 
-def _paired_ci(y: np.ndarray, a: np.ndarray, b: np.ndarray, n: int, seed: int) -> tuple[float, float]:
-    """Bootstrap 95% interval of BA(b) - BA(a) over resampled rows (paired)."""
-    rng = np.random.default_rng(seed)
-    diffs = []
-    for _ in range(n):
-        idx = rng.integers(0, len(y), len(y))
-        if (y[idx] == 0).all() or (y[idx] == 1).all():
+def _oof_ba(y: np.ndarray, pred: np.ndarray) -> float:
+    """Balanced accuracy of the rows that have an out-of-fold prediction (NaN unless both classes do)."""
+    good = ~np.isnan(pred)
+    return _ba(y[good], pred[good]) if good.sum() and len(set(y[good])) == 2 else math.nan
+
+
+def _learning_curve(y: np.ndarray, n_rows: int, oof: Callable[[int | None, int], np.ndarray],
+                    in_label_order: Callable[[int], np.ndarray] | None = None) -> list[dict[str, float]]:
+    """Out-of-fold balanced accuracy of the refit trained on ``CURVE_SIZES`` random rows of each
+    training part (the mean of 3 draws: ``oof(size, draw)``) and on all of it (``oof(None, 0)``);
+    with ``in_label_order``, also trained on the first ``size`` rows in label order."""
+    curve = []
+    train_size = int(n_rows * (FOLDS - 1) / FOLDS)
+    for size in [s for s in CURVE_SIZES if s < train_size] + [train_size]:
+        part = size < train_size
+        draws = [_oof_ba(y, oof(size if part else None, rep)) for rep in range(3 if part else 1)]
+        bas = [ba for ba in draws if not math.isnan(ba)]
+        if not bas:
             continue
-        diffs.append(_ba(y[idx], b[idx]) - _ba(y[idx], a[idx]))
-    if not diffs:
-        return math.nan, math.nan
-    lo, hi = np.quantile(diffs, [0.025, 0.975])
-    return float(lo), float(hi)
+        point = {"train_rows": size, "balanced_accuracy": float(np.mean(bas))}
+        if part and in_label_order is not None and not math.isnan(ba := _oof_ba(y, in_label_order(size))):
+            point["label_order_balanced_accuracy"] = ba
+        curve.append(point)
+    return curve
 
 
 @dataclass
@@ -247,25 +258,9 @@ def fit_metric(
 
     refit = oof(None, 0)
     ok = ~np.isnan(refit)
-    curve = []
-    train_size = int(len(use) * (FOLDS - 1) / FOLDS)
-    for size in [s for s in CURVE_SIZES if s < train_size] + [train_size]:
-        bas = []
-        for rep in range(3 if size < train_size else 1):
-            p = oof(size if size < train_size else None, rep)
-            good = ~np.isnan(p)
-            if good.sum() and len(set(y[good])) == 2:
-                bas.append(_ba(y[good], p[good]))
-        if bas:
-            point = {"train_rows": size, "balanced_accuracy": float(np.mean(bas))}
-            if size < train_size:
-                p = oof(size, 0, ordered=True)
-                good = ~np.isnan(p)
-                if good.sum() and len(set(y[good])) == 2:
-                    point["label_order_balanced_accuracy"] = _ba(y[good], p[good])
-            curve.append(point)
+    curve = _learning_curve(y, len(use), oof, lambda size: oof(size, 0, ordered=True))
     model = train_model(metric, use, names)
-    lo, hi = _paired_ci(y[ok], default[ok], refit[ok], boot, seed)
+    gain_ci = stats.bootstrap_ci(y[ok], refit[ok], _ba, n=boot, seed=seed, baseline=default[ok])
 
     def summary(s: np.ndarray) -> dict[str, float]:
         # sensitivity / specificity at the agent's threshold (0.5), out of fold: what the agent exports
@@ -275,7 +270,7 @@ def fit_metric(
                 "sensitivity": float(np.mean(s[ok][y[ok] == 0] < 0.5)),
                 "specificity": float(np.mean(s[ok][y[ok] == 1] >= 0.5))}
 
-    return MetricFit(metric, len(use), n_fail, summary(default), summary(refit), (lo, hi), curve,
+    return MetricFit(metric, len(use), n_fail, summary(default), summary(refit), gain_ci, curve,
                      _expand(model.raw_weights(), shipped, shipped_shift))
 
 
@@ -354,23 +349,12 @@ def fit_context(rows: Sequence[RowFeatures], boot: int, seed: int) -> MetricFit:
         return pred
 
     by_threshold, by_weights = oof(None, 0, False), oof(None, 0, True)
-    ba_t = _ba(y[~np.isnan(by_threshold)], by_threshold[~np.isnan(by_threshold)])
-    ba_w = _ba(y[~np.isnan(by_weights)], by_weights[~np.isnan(by_weights)])
+    ba_t, ba_w = _oof_ba(y, by_threshold), _oof_ba(y, by_weights)
     use_weights = ba_w > ba_t
     refit = by_weights if use_weights else by_threshold
     ok = ~np.isnan(refit)
-    curve = []
-    train_size = int(len(use) * (FOLDS - 1) / FOLDS)
-    for size in [s for s in CURVE_SIZES if s < train_size] + [train_size]:
-        bas = []
-        for rep in range(3 if size < train_size else 1):
-            p = oof(size if size < train_size else None, rep, use_weights)
-            good = ~np.isnan(p)
-            if good.sum() and len(set(y[good])) == 2:
-                bas.append(_ba(y[good], p[good]))
-        if bas:
-            curve.append({"train_rows": size, "balanced_accuracy": float(np.mean(bas))})
-    lo, hi = _paired_ci(y[ok], default[ok], refit[ok], boot, seed)
+    curve = _learning_curve(y, len(use), lambda limit, rep: oof(limit, rep, use_weights))
+    gain_ci = stats.bootstrap_ci(y[ok], refit[ok], _ba, n=boot, seed=seed, baseline=default[ok])
 
     def summary(s: np.ndarray) -> dict[str, float]:
         return {"auc": stats.roc_auc(y[ok], s[ok]), "balanced_accuracy": _ba(y[ok], s[ok]),
@@ -380,9 +364,9 @@ def fit_context(rows: Sequence[RowFeatures], boot: int, seed: int) -> MetricFit:
     note = (f"context_relevance: refit = {chosen} (out-of-fold balanced accuracy: weights {ba_w:.3f}, "
             f"threshold only {ba_t:.3f}; chosen on these folds)")
     if use_weights:
-        return MetricFit("context_relevance", len(y), n_fail, summary(default), summary(refit), (lo, hi), curve,
+        return MetricFit("context_relevance", len(y), n_fail, summary(default), summary(refit), gain_ci, curve,
                          Logistic(names).fit(x, y.astype(float)).raw_weights(), note=note)
-    return MetricFit("context_relevance", len(y), n_fail, summary(default), summary(refit), (lo, hi), curve,
+    return MetricFit("context_relevance", len(y), n_fail, summary(default), summary(refit), gain_ci, curve,
                      {}, threshold=_context_threshold(y, raw), note=note)
 
 

@@ -143,9 +143,12 @@ def bootstrap_ci(
     n: int = 1000,
     seed: int = 0,
     alpha: float = 0.05,
+    baseline: ArrayLike | None = None,
 ) -> tuple[float, float]:
     """Percentile bootstrap interval of ``statistic(labels, scores)`` over resampled rows: ``ragmon
-    eval``'s bootstrap (``evaluation.stats.bootstrap_statistic``) on (label, score) pairs.
+    eval``'s bootstrap (``evaluation.stats.bootstrap_statistic``) on (label, score) pairs. With
+    ``baseline`` (another judge's scores of the same rows), the interval of the paired difference
+    ``statistic(labels, scores) - statistic(labels, baseline)``, both taken on each resample.
 
     Resamples in which the statistic is undefined (NaN, e.g. one class only) are dropped; NaN, NaN
     when there is nothing to resample.
@@ -153,8 +156,13 @@ def bootstrap_ci(
     y, s = _arrays(labels, scores)
     if n <= 0 or len(y) == 0:
         return math.nan, math.nan
-    interval = bootstrap_statistic(lambda idx: statistic(y[idx], s[idx]), len(y), n_resamples=n, seed=seed,
-                                   alpha=alpha)
+    b = None if baseline is None else _arrays(labels, baseline)[1]
+
+    def resampled(idx: np.ndarray) -> float:
+        value = statistic(y[idx], s[idx])
+        return value if b is None else value - statistic(y[idx], b[idx])
+
+    interval = bootstrap_statistic(resampled, len(y), n_resamples=n, seed=seed, alpha=alpha)
     return (math.nan, math.nan) if interval is None else interval
 
 
