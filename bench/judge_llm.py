@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench._benchdata import benchdata_file  # noqa: E402
 from ragmon.errors import JudgeError  # noqa: E402
-from ragmon.quality import ONLINE_NAMES  # noqa: E402
+from ragmon.quality import online_names  # noqa: E402
 from ragmon.scoring.llm import LlmJudge, prompts  # noqa: E402
 from ragmon.types import Document, RagTrace  # noqa: E402
 
@@ -218,7 +218,7 @@ async def run(args: argparse.Namespace, base_url: str) -> list[dict[str, Any]]:
                 try:
                     scores = await judge.score(to_trace(row))
                     record.update(
-                        **{name: scores.get(name) for name in ONLINE_NAMES}, calls=scores.details.get("calls", 0),
+                        **{name: scores.get(name) for name in online_names()}, calls=scores.details.get("calls", 0),
                         prompt_tokens=scores.prompt_tokens, completion_tokens=scores.completion_tokens,
                         n_claims=len(scores.details.get("claims", [])), error=None,
                     )

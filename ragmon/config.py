@@ -1,6 +1,6 @@
 """Frozen settings for the agent: explicit argument > ``RAGMON_*`` env var > default.
 
-Every setting is declared once in ``AGENT_SETTINGS`` (``config_table.py``, with ``AgentConfig``,
+Every setting is declared once in ``agent_settings()`` (``config_table.py``, with ``AgentConfig``,
 both importable from here); this module loads them: a bad value fails at start-up with a
 ``ConfigError`` that names the setting and its env var, and the cross-field checks
 (``config_checks.py``) run on the whole. Standard ``OTEL_*`` variables are left to the OpenTelemetry SDK.
@@ -16,13 +16,13 @@ from typing import Any, TypeVar
 
 from . import quality
 from .config_checks import validate
-from .config_table import AGENT_SETTINGS, SETTINGS_BY_NAME, AgentConfig, field_default
+from .config_table import AgentConfig, agent_settings, field_default, settings_by_name
 from .config_values import Setting
 from .errors import ConfigError
 
 __all__ = [
-    "AGENT_SETTINGS", "JUDGE_COMMAND_SETTINGS", "SETTINGS_BY_NAME", "AgentConfig", "add_setting_flags",
-    "load_agent_config", "load_section", "setting_values",
+    "JUDGE_COMMAND_SETTINGS", "AgentConfig", "add_setting_flags", "agent_settings", "load_agent_config",
+    "load_section", "setting_values", "settings_by_name",
 ]
 
 _Section = TypeVar("_Section")
@@ -53,12 +53,13 @@ def load_agent_config(
     overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None
 ) -> AgentConfig:
     """Explicit ``overrides`` (None values ignored) > ``RAGMON_*`` env > defaults; validated."""
-    unknown = set(overrides or {}) - set(SETTINGS_BY_NAME)
+    table = agent_settings()
+    unknown = set(overrides or {}) - {s.name for s in table}
     if unknown:
         raise ConfigError(", ".join(sorted(unknown)), "unknown setting")
     env = os.environ if environ is None else environ
     values: dict[str, Any] = {}
-    for setting in AGENT_SETTINGS:
+    for setting in table:
         given, value = _given(setting, overrides, env)
         if setting.entry is not None:  # one entry of a mapping field: the field's defaults, then this entry
             mapping, key = setting.entry
@@ -87,10 +88,10 @@ def load_section(
     if unknown:
         raise ConfigError(", ".join(sorted(unknown)), "unknown setting")
     env = os.environ if environ is None else environ
-    values = {}
+    values, table = {}, settings_by_name()
     for name in names:
-        given, value = _given(SETTINGS_BY_NAME[name], overrides, env)
-        values[name] = value if given else SETTINGS_BY_NAME[name].default
+        given, value = _given(table[name], overrides, env)
+        values[name] = value if given else table[name].default
     return cls(**values)
 
 
@@ -103,8 +104,9 @@ def add_setting_flags(parser: argparse.ArgumentParser | argparse._ArgumentGroup,
                       names: Sequence[str] = JUDGE_COMMAND_SETTINGS) -> None:
     """Flags for the table's settings ``names`` (``dest`` = the setting; unset: None, so
     ``RAGMON_*`` and then the default apply — read them with ``load_section`` or ``setting_values``)."""
+    table = settings_by_name()
     for name in names:
-        setting = SETTINGS_BY_NAME[name]
+        setting = table[name]
         shown = "***" if setting.secret else setting.default
         parser.add_argument(setting.flag, *setting.aliases, dest=setting.name, default=None,
                             metavar=setting.metavar, help=f"{setting.help} [env {setting.env}; default {shown}]")
@@ -115,8 +117,8 @@ def setting_values(given: Mapping[str, Any], names: Sequence[str] = JUDGE_COMMAN
     """The settings ``names``: ``given`` (None ignored) > ``RAGMON_*`` > default, parsed and checked
     as the agent does (``ConfigError`` naming the setting)."""
     env = os.environ if environ is None else environ
-    out = {}
+    out, table = {}, settings_by_name()
     for name in names:
-        found, value = _given(SETTINGS_BY_NAME[name], given, env)
-        out[name] = value if found else SETTINGS_BY_NAME[name].default
+        found, value = _given(table[name], given, env)
+        out[name] = value if found else table[name].default
     return out

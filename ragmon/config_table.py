@@ -1,5 +1,7 @@
 """The agent's settings, declared once: ``AgentConfig`` (each setting's field, type and default) and
-``AGENT_SETTINGS`` (each setting's ``RAGMON_*`` variable, flag, parser and help).
+``agent_settings()`` (each setting's ``RAGMON_*`` variable, flag, parser and help: the fixed rows here, and
+one diagnosis threshold per online metric of the quality table as it is when read, so a metric
+registered at run time gets its setting too).
 
 The CLI builds its flags from the table, the README's configuration table is generated from it
 (``scripts/gen_config_table.py``), and ``config.py`` loads and checks the values.
@@ -85,7 +87,8 @@ class AgentConfig:
     detect_drop: float | None = None
     detect_within_s: float = 3600.0
     detect_power: float = 0.8
-    detect_alpha: float = quality.ALERT_ALPHA  # the drop alerts' own level (generate_rules.py DROP_ALPHA)
+    # the drop alerts' own level (generate_rules.py DROP_ALPHA), for the online metrics of the table
+    detect_alpha: float = field(default_factory=quality.alert_alpha)
     # the false-page budget the alert rules were generated for (generate_rules.py --pipelines/--fleet-budget):
     # unless --alpha is given, detect_alpha = quality.alert_alpha(alert_pipelines, alert_budget)
     alert_pipelines: int = 1
@@ -120,7 +123,7 @@ class AgentConfig:
     evaluators: str | None = None  # YAML file of user-declared evaluators (docs/evaluators.md)
     # diagnosis: metric -> threshold for every online metric of the quality table (ragmon/quality.py),
     # each entry its own setting (diagnosis_<metric>_threshold), generated from the table
-    diagnosis: Mapping[str, float] = field(default_factory=lambda: {m.name: m.threshold for m in quality.ONLINE})
+    diagnosis: Mapping[str, float] = field(default_factory=lambda: {m.name: m.threshold for m in quality.online()})
     worst_size: int = 50
     worst_max_chars: int = 500
     trace_inspector: bool = True  # GET /traces/{trace_id} on the metrics port
@@ -159,10 +162,10 @@ class AgentConfig:
         With a ``prefix`` (``judge_``), fields that have no such setting keep their own defaults
         (tuning knobs the agent does not expose); without one, every field must be a setting.
         """
-        values = {}
+        values, known = {}, settings_by_name()
         for f in dataclasses.fields(cls):  # type: ignore[arg-type]
             name = prefix + f.name
-            if prefix and name not in SETTINGS_BY_NAME:
+            if prefix and name not in known:
                 continue
             values[f.name] = getattr(self, name)
         return cls(**values)
@@ -174,7 +177,7 @@ class AgentConfig:
     def redacted(self) -> dict[str, Any]:
         """Settings as a dict with secrets masked, for logs and /readyz."""
         out = dataclasses.asdict(self)
-        for setting in AGENT_SETTINGS:
+        for setting in agent_settings():
             if setting.secret and out.get(setting.name):
                 out[setting.name] = "***"
         return out
@@ -204,7 +207,8 @@ def _s(name: str, env: str, parse: Parser, metavar: str | None, help: str, **kw:
     return Setting(name, env, parse, metavar, help, lambda: field_default(name), **kw)
 
 
-AGENT_SETTINGS: tuple[Setting, ...] = (
+# The settings table in two parts: the per-metric diagnosis thresholds go between them (``agent_settings``).
+_SETTINGS_BEFORE_DIAGNOSIS: tuple[Setting, ...] = (
     _s("source", "RAGMON_AGENT_SOURCE", choice("http", "kafka"), None,
        "Where spans come from: OTLP/HTTP receiver or a Kafka topic.", choices=("http", "kafka")),
     _s("receiver_host", "RAGMON_RECEIVER_HOST", parse_str, "HOST",
@@ -362,9 +366,9 @@ AGENT_SETTINGS: tuple[Setting, ...] = (
     _s("evaluators", "RAGMON_EVALUATORS", parse_optional_str, "FILE",
        "YAML file of your own evaluators (regex, heuristic, json_schema; llm criteria with the LLM judge), "
        "each a metric beside the built-in three (docs/evaluators.md); a bad file stops start-up."),
-    *(_s(f"diagnosis_{m.name}_threshold", f"RAGMON_DIAGNOSIS_{m.name.upper()}_THRESHOLD", parse_rate,
-         "FRACTION", _threshold_help(m), entry=("diagnosis", m.name))
-      for m in quality.ONLINE),
+)
+
+_SETTINGS_AFTER_DIAGNOSIS: tuple[Setting, ...] = (
     _s("worst_size", "RAGMON_WORST_SIZE", parse_nonnegative_int, "N",
        "Worst recently scored traces kept for /worst."),
     _s("worst_max_chars", "RAGMON_WORST_MAX_CHARS", parse_nonnegative_int, "CHARS",
@@ -429,4 +433,15 @@ AGENT_SETTINGS: tuple[Setting, ...] = (
        "many seconds pass, so Prometheus sees the last counts (0 = off)."),
 )
 
-SETTINGS_BY_NAME: Mapping[str, Setting] = {s.name: s for s in AGENT_SETTINGS}
+def agent_settings() -> tuple[Setting, ...]:
+    """The settings table, with one ``diagnosis_<metric>_threshold`` per online metric of the quality
+    table as it is now (read per call: a metric registered at run time has its setting)."""
+    diagnosis = tuple(
+        _s(f"diagnosis_{m.name}_threshold", f"RAGMON_DIAGNOSIS_{m.name.upper()}_THRESHOLD", parse_rate,
+           "FRACTION", _threshold_help(m), entry=("diagnosis", m.name))
+        for m in quality.online())
+    return (*_SETTINGS_BEFORE_DIAGNOSIS, *diagnosis, *_SETTINGS_AFTER_DIAGNOSIS)
+
+
+def settings_by_name() -> dict[str, Setting]:
+    return {s.name: s for s in agent_settings()}

@@ -1,4 +1,4 @@
-"""The row type of the settings table (``ragmon.config.AGENT_SETTINGS``) and its value parsers
+"""The row type of the settings table (``ragmon.config.agent_settings()``) and its value parsers
 (text -> typed value).
 
 Each parser raises ``ValueError`` with a short reason; the loader turns it into a ``ConfigError`` that

@@ -2,7 +2,7 @@
 dataset synth``'s, the compiled ingest path's switch), ``read`` for them, and the one boolean parser.
 
 Explicit argument > environment variable > default, everywhere. The agent's variables are one
-per setting of its table (``ragmon.config.AGENT_SETTINGS``: name, env var and flag generated
+per setting of its table (``ragmon.config.agent_settings()``: name, env var and flag generated
 together, so they cannot drift); the SDK's, which run inside the user's process and must not
 import the agent's configuration, are named here. Standard ``OTEL_*`` variables are left to the
 OpenTelemetry SDK. This module imports only the standard library.

@@ -5,7 +5,12 @@ metrics itself: ``Scores`` validates its keys against it, diagnosis reads each m
 default threshold, the agent's config generates one threshold setting per online metric, the
 calibration report finds the human label to compare with, the demo summary its titles, and the
 rule and dashboard generators their alerts and panels. Adding a metric is one row here, its
-formula, and the judge code that computes it.
+formula, and the judge code that computes it (docs/architecture.md, "... an online quality metric").
+
+The table is read through functions (``rows``, ``names``, ``online``, ``metric``, ``known``), never
+copied at import: ``register`` adds a row at run time (a plugin's metric; the toy metric of
+``tests/core/test_metric_seam.py``) and every reader sees it from then on, ``unregister`` takes it
+out again. The shipped rows (``SHIPPED``) can be neither replaced nor removed.
 
 This module imports only the standard library and ``semconv`` so that the ops generators
 (``deploy/prometheus/generate_rules.py``, ``grafana/generate_dashboard.py``) can load it from a
@@ -23,7 +28,7 @@ Diagnosis roles (see ``scoring/metrics/diagnosis.py``):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
 from dataclasses import dataclass
 from typing import Final
 
@@ -55,7 +60,7 @@ class QualityMetric:
     description: str
 
 
-QUALITY_METRICS: Final[tuple[QualityMetric, ...]] = (
+SHIPPED: Final[tuple[QualityMetric, ...]] = (
     QualityMetric(
         sc.METRIC_FAITHFULNESS, "faithfulness", "Faithfulness", STAGE_GENERATION, ROLE_GROUNDING,
         0.5, 0.5, needs_reference=False, online=True, label="faithful",
@@ -103,11 +108,66 @@ QUALITY_METRICS: Final[tuple[QualityMetric, ...]] = (
     ),
 )
 
-BY_NAME: Final[Mapping[str, QualityMetric]] = {m.name: m for m in QUALITY_METRICS}
-NAMES: Final[tuple[str, ...]] = tuple(m.name for m in QUALITY_METRICS)
-# The reference-free metrics the agent judges on live traffic, in table order.
-ONLINE: Final[tuple[QualityMetric, ...]] = tuple(m for m in QUALITY_METRICS if m.online)
-ONLINE_NAMES: Final[tuple[str, ...]] = tuple(m.name for m in ONLINE)
+_STAGES: Final = (STAGE_RETRIEVAL, STAGE_GENERATION)
+_ROLES: Final = (ROLE_RETRIEVAL, ROLE_GROUNDING, ROLE_ANSWER, ROLE_NONE)
+_NAME: Final = re.compile(r"[a-z][a-z0-9_]*")
+_ALERT: Final = re.compile(r"[A-Z][A-Za-z0-9]*")
+
+
+def _checked(row: QualityMetric) -> QualityMetric:
+    """``row`` if it can take part everywhere (a bounded label value, an alert stem, ratios); else ValueError."""
+    problems = [message for bad, message in (
+        (not _NAME.fullmatch(row.name), "the name must be lower-case letters, digits and _ (a label value)"),
+        (not _ALERT.fullmatch(row.alert), f"the alert stem {row.alert!r} must be CamelCase letters and digits"),
+        (row.stage not in _STAGES, f"the stage must be one of {_STAGES}"),
+        (row.role not in _ROLES, f"the role must be one of {_ROLES}"),
+        (not 0.0 <= row.threshold <= 1.0 or not 0.0 <= row.floor <= 1.0, "threshold and floor must be in [0, 1]"),
+        (row.online and row.needs_reference, "an online metric cannot need a reference answer"),
+    ) if bad]
+    if problems:
+        raise ValueError(f"quality metric {row.name!r}: " + "; ".join(problems))
+    return row
+
+
+_TABLE: Final[dict[str, QualityMetric]] = {m.name: _checked(m) for m in SHIPPED}
+_SHIPPED_NAMES: Final = frozenset(_TABLE)
+
+
+def register(row: QualityMetric) -> QualityMetric:
+    """Add a metric row at run time (or replace one added before); a shipped row's name is refused."""
+    if row.name in _SHIPPED_NAMES:
+        raise ValueError(f"{row.name!r} is a shipped metric: change its row in ragmon/quality.py instead")
+    _TABLE[row.name] = _checked(row)
+    return row
+
+
+def unregister(name: str) -> None:
+    """Take out a row ``register`` added (nothing if there is none); shipped rows stay."""
+    if name in _SHIPPED_NAMES:
+        raise ValueError(f"{name!r} is a shipped metric and cannot be unregistered")
+    _TABLE.pop(name, None)
+
+
+def rows() -> tuple[QualityMetric, ...]:
+    """Every metric row: the shipped ones in table order, then the registered ones."""
+    return tuple(_TABLE.values())
+
+
+def names() -> tuple[str, ...]:
+    return tuple(_TABLE)
+
+
+def known(name: str) -> bool:
+    return name in _TABLE
+
+
+def online() -> tuple[QualityMetric, ...]:
+    """The reference-free metrics the agent judges on live traffic, in table order."""
+    return tuple(m for m in _TABLE.values() if m.online)
+
+
+def online_names() -> tuple[str, ...]:
+    return tuple(m.name for m in _TABLE.values() if m.online)
 
 
 # The drop alerts' significance level, shared by the rule generator (deploy/prometheus/generate_rules.py)
@@ -119,19 +179,20 @@ ONLINE_NAMES: Final[tuple[str, ...]] = tuple(m.name for m in ONLINE)
 PAGE_BUDGET_PER_30D: Final = 0.5  # the default budget: per pipeline, or for the fleet when pipelines are given
 HOURS_PER_30D: Final = 30 * 24
 ALERT_WINDOWS_H: Final[tuple[int, ...]] = (1, 6, 24)  # the drop tests' windows (generate_rules.py DROP_WINDOWS)
-ALERT_SHARES: Final = len(ONLINE) + 1  # shares that page: each online metric's failing share, the contradiction share
+
+
+def alert_shares() -> int:
+    """The shares that page: each online metric's failing share, and the contradiction share."""
+    return len(online()) + 1
 
 
 def alert_alpha(pipelines: int = 1, budget_per_30d: float = PAGE_BUDGET_PER_30D) -> float:
     """One-sided level of each window's test so that ``pipelines`` pipelines share ``budget_per_30d``
-    false pages per 30 days."""
+    false pages per 30 days (over the online metrics of the table as it is now)."""
     if pipelines < 1 or budget_per_30d <= 0:
         raise ValueError(f"need pipelines >= 1 and a positive budget, got {pipelines}, {budget_per_30d}")
-    tests = pipelines * ALERT_SHARES * sum(HOURS_PER_30D / hours for hours in ALERT_WINDOWS_H)
+    tests = pipelines * alert_shares() * sum(HOURS_PER_30D / hours for hours in ALERT_WINDOWS_H)
     return budget_per_30d / tests
-
-
-ALERT_ALPHA: Final = alert_alpha()
 
 
 def is_failing(score: float, threshold: float | None) -> bool:
@@ -142,11 +203,11 @@ def is_failing(score: float, threshold: float | None) -> bool:
 def metric(name: str) -> QualityMetric:
     """The table row of ``name``; KeyError naming the known metrics otherwise."""
     try:
-        return BY_NAME[name]
+        return _TABLE[name]
     except KeyError:
-        raise KeyError(f"unknown quality metric {name!r}; known: {', '.join(NAMES)}") from None
+        raise KeyError(f"unknown quality metric {name!r}; known: {', '.join(_TABLE)}") from None
 
 
 def default_thresholds() -> dict[str, float]:
     """Diagnosis thresholds of every metric, from the table."""
-    return {m.name: m.threshold for m in QUALITY_METRICS}
+    return {m.name: m.threshold for m in _TABLE.values()}

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, NotRequired, TypedDict
 
-from .quality import BY_NAME, NAMES
+from . import quality
 
 # An OTLP attribute value after decoding: scalars, homogeneous lists, or kvlist -> dict.
 AttrValue = Any
@@ -237,8 +237,8 @@ class Scores:
         object.__setattr__(self, "custom", MappingProxyType(custom))
         checked: dict[str, float | None] = {}
         for name, value in self.values.items():
-            if name not in BY_NAME:
-                raise ValueError(f"unknown quality metric {name!r}; known: {', '.join(NAMES)}")
+            if not quality.known(name):
+                raise ValueError(f"unknown quality metric {name!r}; known: {', '.join(quality.names())}")
             if value is not None:
                 value = float(value)
                 if not 0.0 <= value <= 1.0:  # also rejects NaN

@@ -1,4 +1,4 @@
-"""Regenerate the README's configuration table from ragmon.config.AGENT_SETTINGS.
+"""Regenerate the README's configuration table from ragmon.config.agent_settings().
 
     python scripts/gen_config_table.py          # rewrite README.md between the markers
     python scripts/gen_config_table.py --check  # exit 1 when README.md is stale (used by tests)
@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from ragmon.agent.command import format_default
-from ragmon.config import AGENT_SETTINGS
+from ragmon.config import agent_settings
 
 START, END = "<!-- config-table:start -->", "<!-- config-table:end -->"
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -18,7 +18,7 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 
 def table() -> str:
     rows = ["| env var | flag | default | meaning |", "| --- | --- | --- | --- |"]
-    for s in AGENT_SETTINGS:
+    for s in agent_settings():
         default = "***" if s.secret else format_default(s.default)
         flags = " ".join(f"`{flag}`" for flag in (s.flag, *s.aliases))
         rows.append(f"| `{s.env}` | {flags} | `{default}` | {s.help.replace('|', '/')} |")

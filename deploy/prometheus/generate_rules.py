@@ -12,7 +12,8 @@ Editing ``ragmon-rules.yml`` by hand works too (it is plain Prometheus YAML), bu
 ``--check`` test in ``tests/ops`` fails until this file agrees. Metric and label names are the
 ones in ``ragmon/semconv.py`` (documented in ``docs/metrics.md``); this script has no
 dependency on the installed ragmon package so it can run in a bare CI or ops checkout (the quality
-metrics come from ``ragmon/quality.py``, read straight from the source tree).
+metrics come from ``ragmon/quality.py``, read straight from the source tree, or the process's own
+table when ragmon is already imported, with the metrics registered there).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import sys
 from pathlib import Path
 from statistics import NormalDist
 from types import ModuleType
+from typing import Any
 
 import yaml
 
@@ -54,7 +56,7 @@ SEASONAL_DAYS = 7
 MIN_SCORED_WINDOW = 30  # scored traces needed in a window before any quality alert
 MIN_SCORED_BASELINE = 200  # scored traces needed in the baseline windows for a relative alert
 QUALITY_FOR = "10m"
-# Significance: quality.ALERT_ALPHA, the false pages per pipeline per 30 days allowed for, spread over
+# Significance: quality.alert_alpha(), the false pages per pipeline per 30 days allowed for, spread over
 # every hourly window and online metric of a month; the agent's --alpha defaults to the same value
 # (power-based sampling sizes the sample for this test).
 # Scores of priority-sampled traces (errors, negative feedback, slow or weak retrievals) are chosen
@@ -73,8 +75,12 @@ def _load_quality_table() -> ModuleType:
     """``ragmon/quality.py`` (the quality-metric table), loaded without importing the ragmon package.
 
     The table imports only the standard library and ``ragmon/semconv.py``; loading both under a
-    private package name keeps this script runnable from a bare checkout (no OpenTelemetry).
+    private package name keeps this script runnable from a bare checkout (no OpenTelemetry). A
+    process that has imported ragmon already (the agent's tests, a plugin that registers a metric)
+    gets its own table, registered rows included.
     """
+    if "ragmon.quality" in sys.modules:
+        return sys.modules["ragmon.quality"]
     package = "_ragmon_tables"
     if package not in sys.modules:
         module = ModuleType(package)
@@ -83,9 +89,12 @@ def _load_quality_table() -> ModuleType:
     return importlib.import_module(f"{package}.quality")
 
 
-# Alerts and panels for every metric the agent judges online, from the quality table:
-# m.name (the `metric` label), m.alert (alert name stem), m.title, m.floor, m.stage.
-QUALITY_METRICS = _load_quality_table().ONLINE
+def quality_metrics() -> tuple[Any, ...]:
+    """Alerts and panels for every metric the agent judges online, from the quality table as it is now:
+    m.name (the `metric` label), m.alert (alert name stem), m.title, m.floor, m.stage."""
+    return tuple(_load_quality_table().online())
+
+
 # The false-page budget: PIPELINES pipelines behind one Alertmanager share FLEET_BUDGET_PER_30D false pages
 # a month (quality.alert_alpha: Bonferroni over every window, alerting share and pipeline); --pipelines and
 # --fleet-budget write a rules file for a fleet. The agent's --alpha must be the same level: give it the
@@ -402,7 +411,7 @@ def drop_alerts(w: str) -> list[dict[str, object]]:
     n, n_before = _q(f'"{count_w}{sel}" {args}'), _q(f'"{count_b}{sel}" {args}')
     z = _q(f'"{z_w}{sel}" {args}', 'printf "%.1f"')
     same = "the same hour" if w == "1h" else f"the same {w}"
-    for m in QUALITY_METRICS:
+    for m in quality_metrics():
         m_sel = f'{{metric="{m.name}"}}'
         look = (
             f"Low {m.title} usually points at {m.stage} first: compare ragmon_diagnosis_total "
@@ -444,7 +453,7 @@ def floor_alerts() -> list[dict[str, object]]:
     args = "$labels.service $labels.pipeline $labels.judge $labels.metric"
     value = "{{ $value | " + SCORE_FMT + " }}"
     n = _q(f'"{count_w}{sel}" {args}')
-    for m in QUALITY_METRICS:
+    for m in quality_metrics():
         if m.name not in FLOORS:
             continue
         floor = FLOORS[m.name]
@@ -780,7 +789,7 @@ def set_budget(pipelines: int, budget_per_30d: float) -> None:
 
 
 def parse_floors(items: list[str], parser: argparse.ArgumentParser) -> dict[str, float]:
-    names = {m.name for m in QUALITY_METRICS}
+    names = {m.name for m in quality_metrics()}
     out: dict[str, float] = {}
     for item in items:
         name, _, value = item.partition("=")

@@ -11,7 +11,7 @@ from .panels import Layout, heatmap, stat, target, timeseries
 def quality_rows(lay: Layout) -> None:
     lay.row("Quality: score means (1h window vs 7d baseline, rate-sampled traces)")
     calibration_panel(lay)  # is the judge fitted to this domain? (ragmon_judge_info)
-    for m in R.QUALITY_METRICS:
+    for m in R.quality_metrics():
         sel = f'{SP}, metric="{m.name}", {RATE}'
         lay.add(
             timeseries(
@@ -41,7 +41,7 @@ def quality_rows(lay: Layout) -> None:
             8,
             8,
         )
-    for m in R.QUALITY_METRICS:
+    for m in R.quality_metrics():
         sel = f'{SP}, metric="{m.name}"'
         lay.add(
             timeseries(
@@ -80,7 +80,7 @@ def quality_rows(lay: Layout) -> None:
         6,
     )
     lay.row("Quality: score distributions")
-    for m in R.QUALITY_METRICS:
+    for m in R.quality_metrics():
         lay.add(
             heatmap(
                 f"{m.title.capitalize()} distribution",

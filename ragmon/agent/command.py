@@ -1,5 +1,5 @@
 """``ragmon agent``: run the agent (sidecar). Every flag is generated from the settings table
-(``ragmon.config.AGENT_SETTINGS``: flag, ``RAGMON_*`` variable, metavar and help declared once), so
+(``ragmon.config.agent_settings()``: flag, ``RAGMON_*`` variable, metavar and help declared once), so
 flags, variables and the README's table cannot drift apart. Flags default to None so that the
 precedence explicit flag > ``RAGMON_*`` variable > default holds.
 """
@@ -12,7 +12,7 @@ import logging
 import signal
 from typing import Any, Final
 
-from ..config import AGENT_SETTINGS, AgentConfig, load_agent_config
+from ..config import AgentConfig, agent_settings, load_agent_config
 from ..config_values import Setting
 from .agent import Agent
 
@@ -63,10 +63,11 @@ def agent_help_group(setting: Setting) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    used = {agent_help_group(setting) for setting in AGENT_SETTINGS}
+    table = agent_settings()
+    used = {agent_help_group(setting) for setting in table}
     titles = [title for title, _ in AGENT_HELP_GROUPS] + [AGENT_HELP_OTHER]
     groups: dict[str, Any] = {title: parser.add_argument_group(title) for title in titles if title in used}
-    for setting in AGENT_SETTINGS:
+    for setting in table:
         shown = "***" if setting.secret else format_default(setting.default)
         groups[agent_help_group(setting)].add_argument(
             setting.flag,
@@ -79,7 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def config_from_args(args: argparse.Namespace) -> AgentConfig:
-    overrides = {s.name: getattr(args, s.name, None) for s in AGENT_SETTINGS}
+    overrides = {s.name: getattr(args, s.name, None) for s in agent_settings()}
     return load_agent_config(overrides)
 
 

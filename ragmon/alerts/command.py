@@ -80,8 +80,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sim.add_argument("--sample-rate", type=float, default=1.0, help="fixed judging rate when --detect-drop is off")
     sim.add_argument("--detect-drop", type=float, default=None,
                      help="power-based sampling: the rise of the failing share to detect (e.g. 0.08)")
-    sim.add_argument("--alpha", type=float, default=quality.ALERT_ALPHA,
-                     help=f"power-based sampling's one-sided level (default {quality.ALERT_ALPHA:.3g}, the rules')")
+    sim.add_argument("--alpha", type=float, default=quality.alert_alpha(),
+                     help=f"power-based sampling's one-sided level (default {quality.alert_alpha():.3g}, the rules')")
     sim.add_argument("--power", type=float, default=0.8, help="power-based sampling's power (default 0.8)")
     sim.add_argument("--page-within", type=float, default=120.0, metavar="MINUTES",
                      help="an incident counts as detected when paged within this (default 120)")
@@ -176,7 +176,7 @@ def _run(args: argparse.Namespace) -> int:
         traffic=TrafficModel(rate_per_s=args.rate, days=args.days),
         sampling=Sampling(rate=args.sample_rate, detect_drop=args.detect_drop, alpha=args.alpha, power=args.power),
         base_share=args.base_share,
-        thresholds={m.name: m.threshold for m in quality.ONLINE},
+        thresholds={m.name: m.threshold for m in quality.online()},
         error_rates=_error_rates(args, pools),
         judge=args.judge,
         incident_metric=metric,

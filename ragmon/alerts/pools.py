@@ -69,7 +69,7 @@ class Pools:
         then the contradiction share where the judge gave claim verdicts."""
         seen = {m for r in self.rows for m in r.scores}
         contradictions = (CONTRADICTIONS,) if any(r.contradicting is not None for r in self.rows) else ()
-        return (*(m for m in quality.ONLINE_NAMES if m in seen), *contradictions)
+        return (*(m for m in quality.online_names() if m in seen), *contradictions)
 
     def labelled_metrics(self) -> tuple[str, ...]:
         """Series whose human label has both classes here: those can have incidents."""
@@ -174,9 +174,10 @@ def build_pools(
             cache_file.parent.mkdir(parents=True, exist_ok=True)
             cache_file.write_text(json.dumps({str(r.line): s for r, s in zip(rows, scores, strict=True)}),
                                   encoding="utf-8")
+    online = quality.online_names()
     scored = tuple(
         ScoredRow(id=r.id, group=group_of(metas.get(r.line, {}), group_field), labels=dict(r.labels),
-                  scores={k: float(v) for k, v in s.items() if k in quality.ONLINE_NAMES},
+                  scores={k: float(v) for k, v in s.items() if k in online},
                   contradicting=None if s.get(CONTRADICTING_KEY) is None else bool(s[CONTRADICTING_KEY]))
         for r, s in zip(rows, scores, strict=True) if s
     )

@@ -10,13 +10,16 @@ from typing import Any
 
 import numpy as np
 
-from ..quality import QUALITY_METRICS
+from .. import quality
 from ..types import Scores
 from . import stats
 from .dataset import LabelledRow
 
+
 # judge metric -> the human label it is compared with
-METRIC_LABELS: Mapping[str, str] = {m.name: m.label for m in QUALITY_METRICS if m.label is not None}
+def metric_labels() -> dict[str, str]:
+    """metric -> the human label it is calibrated against, from the metric table."""
+    return {m.name: m.label for m in quality.rows() if m.label is not None}
 THRESHOLD_RULE = "maximises balanced accuracy (equivalently Youden's J = TPR - FPR), in-sample"
 
 
@@ -117,7 +120,7 @@ def build_report(
     scored: Sequence[Scored], threshold: float, n_boot: int, seed: int, k: int
 ) -> dict[str, Any]:
     metrics: dict[str, Any] = {}
-    for metric, label_key in METRIC_LABELS.items():
+    for metric, label_key in metric_labels().items():
         ys: list[int] = []
         ss: list[float] = []
         unscored = 0

@@ -27,8 +27,8 @@ from typing import Any, TextIO
 
 import ragmon
 
+from .. import quality
 from ..errors import ConfigError
-from ..quality import ONLINE_NAMES
 from .app import DemoAnswer, DemoRag
 from .corpus import load_corpus
 from .failures import FailureKind, FailureMix
@@ -267,7 +267,7 @@ class DemoRunner:
             mode=self.o.agent_mode, elapsed_s=elapsed, duration_s=self.o.duration_s, rate=self.o.rate,
             seed=self.o.seed, company=corpus.company, document_count=len(corpus.documents), otlp_endpoint=endpoint,
             tracker=self.tracker.snapshot(),
-            thresholds={name: thresholds[name] for name in ONLINE_NAMES},
+            thresholds={name: thresholds[name] for name in quality.online_names()},
             slow_threshold_s=self.o.slow_threshold_s, sample_rate=sample_rate, metrics_url=metrics_url,
             counts=counts, final=final, stopped_early=early, notes=notes, linger_s=self.o.linger_s,
         )

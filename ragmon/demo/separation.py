@@ -13,8 +13,8 @@ import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from .. import quality
 from .. import semconv as sc
-from ..quality import ONLINE_NAMES
 from ..types import Scores
 from .app import DemoRag
 from .failures import FailureKind
@@ -63,10 +63,10 @@ def measure(
 
 
 def report(results: dict[FailureKind, KindSeparation], threshold: float = 0.5) -> str:
-    lines = [f"{'kind':<16}{'n':>5}  " + "  ".join(f"{m:>26}" for m in ONLINE_NAMES)]
+    lines = [f"{'kind':<16}{'n':>5}  " + "  ".join(f"{m:>26}" for m in quality.online_names())]
     for kind, sep in results.items():
         cells = [f"{sep.mean(m):.2f} (<{threshold:g}: {sep.below(m, threshold):4.0%})" if m in sep.values else "–"
-                 for m in ONLINE_NAMES]
+                 for m in quality.online_names()]
         lines.append(f"{kind.value:<16}{sep.n:>5}  " + "  ".join(f"{c:>26}" for c in cells))
         for change, values in sorted(sep.by_change.items()):
             caught = sum(v < threshold for v in values) / len(values)

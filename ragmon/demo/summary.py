@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 
 from .. import quality
 from .. import semconv as sc
-from ..quality import ONLINE
 from .failures import INJECTED_KINDS, FailureKind
 from .tracker import EXPECTED_VERDICTS, SIGNAL_METRIC, TrackerSnapshot, fmt_ratio, is_nan
 
@@ -183,8 +182,9 @@ def _scores_table(view: DemoView, st: _Style) -> list[str]:
     levels = sorted({f"{v:.2f}" for v in thr.values()})
     lines = [st.bold("Scores by injected failure") + "   mean score of the scored traces "
              f"(1 = good, ▼ = below threshold {'/'.join(levels)})"]
-    columns = [(m.name, max(13, len(m.title) + 1)) for m in ONLINE]
-    titles = " ".join(f"{m.title:>{w}}" for m, (_, w) in zip(ONLINE, columns, strict=True))
+    online = quality.online()
+    columns = [(m.name, max(13, len(m.title) + 1)) for m in online]
+    titles = " ".join(f"{m.title:>{w}}" for m, (_, w) in zip(online, columns, strict=True))
     lines.append(f"  {'injected':<15} {'sent':>5} {'scored':>6}  {titles}  {'retrieval P95':>13}")
     for kind in FailureKind:
         ks = snap.kinds[kind]

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from .. import env
-from ..config import JUDGE_COMMAND_SETTINGS, SETTINGS_BY_NAME, add_setting_flags, setting_values
+from ..config import JUDGE_COMMAND_SETTINGS, add_setting_flags, setting_values, settings_by_name
 from ..errors import ConfigError, EvalInputError, GateRuleError, ModelError, PushgatewayError
 from ..evaluators import EvaluatorSet, evaluator_set_from
 from ..evaluators.judging import check_criteria_judge, criteria_of
@@ -113,7 +113,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no terminal summary")
     parser.add_argument("--judge-profile", default=None, metavar="PROFILE.json",
                         help="local judge profile from `ragmon calibrate --fit` (or RAGMON_JUDGE_PROFILE)")
-    evaluators_env = SETTINGS_BY_NAME["evaluators"].env  # the agent's variable: one file for both
+    evaluators_env = settings_by_name()["evaluators"].env  # the agent's variable: one file for both
     parser.add_argument("--evaluators", default=env.read(evaluators_env), metavar="FILE.yaml",
                         help="your own evaluators (docs/evaluators.md): one report row each and a default fail "
                              f"rule '<name> < <threshold>' (or {evaluators_env})")

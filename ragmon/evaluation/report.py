@@ -20,9 +20,9 @@ from typing import Any, Final
 
 import numpy as np
 
+from .. import quality
 from .. import semconv as sc
 from .._version import __version__
-from ..quality import NAMES as QUALITY_NAMES
 from ..scoring import claim_verdicts
 from . import gate as gates
 from . import ir, stats
@@ -60,7 +60,7 @@ def metric_order(names: Iterable[str], ks: Sequence[int]) -> list[str]:
     """Report order: retrieval metrics by kind then k, mrr, quality metrics (table order), composite."""
     present = set(names)
     ordered = [f"{prefix}@{k}" for prefix in _RETRIEVAL_PREFIXES for k in ks]
-    ordered += ["mrr", *QUALITY_NAMES, gates.COMPOSITE]
+    ordered += ["mrr", *quality.names(), gates.COMPOSITE]
     out = [name for name in ordered if name in present]
     return out + sorted(present - set(out))
 

@@ -15,8 +15,8 @@ import jsonschema
 import regex
 import yaml
 
+from .. import quality
 from ..errors import ConfigError
-from ..quality import NAMES as BUILT_IN_NAMES
 from . import spec as s
 from .checks import SCRIPTS
 from .evaluate import EvaluatorSet
@@ -155,7 +155,7 @@ def _one(item: Any, line: int, seen: set[str]) -> s.EvaluatorSpec:
     name = item.get("name")
     if not isinstance(name, str) or not s.NAME_PATTERN.fullmatch(name):
         raise _fail("name", f"evaluator name {name!r} must match [a-z][a-z0-9_]{{0,39}}")
-    if name in BUILT_IN_NAMES:
+    if quality.known(name):
         raise _fail("name", f"evaluator name {name!r} is a built-in metric")
     if name in seen:
         raise _fail("name", f"evaluator {name!r} is declared twice")

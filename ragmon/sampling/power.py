@@ -2,7 +2,7 @@
 
 A drop alert (deploy/prometheus/generate_rules.py) compares the share of failing answers (score
 below the metric's threshold) in the last window (1h) with the same hour of the previous 7 days,
-with a one-sided two-proportion z test at level ``alpha`` (quality.ALERT_ALPHA: few false pages
+with a one-sided two-proportion z test at level ``alpha`` (quality.alert_alpha(): few false pages
 across many windows and metrics). Whether it sees a rise of ``D`` in the *true* failing share
 depends on how many traces were judged in the window: the judge turns a rise of ``D`` into a rise
 of ``D x J`` in the flagged share (J = sensitivity + specificity - 1, its measured error rates),

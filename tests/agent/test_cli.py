@@ -12,7 +12,7 @@ import time
 import httpx
 
 from ragmon import semconv as sc
-from ragmon.config import AGENT_SETTINGS
+from ragmon.config import agent_settings
 from tests.helpers.net import free_port
 from tests.helpers.traffic import OtlpTraffic, healthy
 
@@ -26,7 +26,7 @@ def test_agent_help_documents_every_flag_and_env_var():
     out = _ragmon("agent", "--help")
     assert out.returncode == 0
     text = " ".join(out.stdout.split())
-    for setting in AGENT_SETTINGS:
+    for setting in agent_settings():
         assert setting.flag in text, setting.flag
         assert setting.env in text, setting.env
 
@@ -40,7 +40,7 @@ def test_agent_help_is_grouped_by_section_with_meaningful_metavars():
     for title in ("receiver", "metrics", "assembler", "sampler", "judge", "diagnosis", "kafka", "security / TLS",
                   "process"):
         assert any(heading.startswith(title) for heading in headings), (title, headings)
-    assert {agent_help_group(setting) for setting in AGENT_SETTINGS} <= {t for t, _ in AGENT_HELP_GROUPS}
+    assert {agent_help_group(setting) for setting in agent_settings()} <= {t for t, _ in AGENT_HELP_GROUPS}
     assert AGENT_HELP_OTHER not in headings  # every setting has a section
     assert " VALUE" not in out.stdout
     assert "--receiver-port PORT" in out.stdout and "--judge-timeout-s SECONDS" in out.stdout

@@ -15,7 +15,7 @@ from ragmon.agent.judge_pool import JudgePoolSettings
 from ragmon.agent.latency import LatencySettings
 from ragmon.agent.router import TraceRouter
 from ragmon.agent.wiring import AssemblerSettings, CapacitySettings, InspectSettings, build_parts
-from ragmon.config import SETTINGS_BY_NAME, load_agent_config
+from ragmon.config import load_agent_config, settings_by_name
 from ragmon.ingest.extract import ExtractSettings
 from ragmon.sampling.power import DetectSettings
 from ragmon.sampling.sampler import SamplingPolicy, SamplingSettings
@@ -34,7 +34,7 @@ def _build(**settings):
 
 @pytest.mark.parametrize("section", SECTIONS, ids=lambda s: s.__name__)
 def test_every_section_names_settings_of_the_table(section):
-    assert {f.name for f in dataclasses.fields(section)} <= set(SETTINGS_BY_NAME)
+    assert {f.name for f in dataclasses.fields(section)} <= set(settings_by_name())
 
 
 def test_sampling_comes_from_its_section():

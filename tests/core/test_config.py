@@ -1,6 +1,6 @@
 import pytest
 
-from ragmon.config import AGENT_SETTINGS, AgentConfig, load_agent_config
+from ragmon.config import AgentConfig, agent_settings, load_agent_config
 from ragmon.errors import ConfigError
 
 
@@ -61,8 +61,8 @@ def test_pipeline_rates_and_csv_parse():
 def test_every_setting_has_a_ragmon_env_var_and_help():
     names = set(AgentConfig.__dataclass_fields__)
     # every field is a setting, or a mapping whose every entry is one (diagnosis thresholds)
-    assert {s.entry[0] if s.entry else s.name for s in AGENT_SETTINGS} == names
-    for s in AGENT_SETTINGS:
+    assert {s.entry[0] if s.entry else s.name for s in agent_settings()} == names
+    for s in agent_settings():
         assert s.env.startswith("RAGMON_") and s.env.upper() == s.env
         assert s.help
 
@@ -72,9 +72,9 @@ def test_flags_are_spelled_like_their_environment_variables_and_old_flags_still_
 
     from ragmon.agent.command import add_arguments as add_agent_arguments
     from ragmon.agent.command import config_from_args
-    from ragmon.config import AGENT_SETTINGS
+    from ragmon.config import agent_settings
 
-    for setting in AGENT_SETTINGS:
+    for setting in agent_settings():
         assert setting.env == "RAGMON_" + setting.flag.removeprefix("--").replace("-", "_").upper()
     parser = argparse.ArgumentParser()
     add_agent_arguments(parser)

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from ragmon import quality
 from ragmon import semconv as sc
-from ragmon.config import AGENT_SETTINGS, load_agent_config
+from ragmon.config import agent_settings, load_agent_config
 from ragmon.scoring.metrics.diagnosis import diagnose, thresholds
 from ragmon.types import Scores
 
@@ -18,11 +20,11 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_names_are_unique_semconv_constants_and_alert_stems_are_camel_case() -> None:
-    names = [m.name for m in quality.QUALITY_METRICS]
+    names = [m.name for m in quality.rows()]
     assert len(names) == len(set(names))
     constants = {v for k, v in vars(sc).items() if k.startswith("METRIC_")}
     assert set(names) <= constants
-    for m in quality.QUALITY_METRICS:
+    for m in quality.rows():
         assert m.alert.replace("_", "") == m.alert and m.alert[0].isupper()
         assert 0.0 <= m.threshold <= 1.0 and 0.0 <= m.floor <= 1.0
         assert m.role in (quality.ROLE_RETRIEVAL, quality.ROLE_GROUNDING, quality.ROLE_ANSWER, quality.ROLE_NONE)
@@ -51,8 +53,8 @@ def test_scores_values_cannot_be_mutated_through_the_mapping() -> None:
 
 
 def test_one_threshold_setting_per_online_metric() -> None:
-    generated = {s.name for s in AGENT_SETTINGS if s.name.startswith("diagnosis_") and s.name.endswith("_threshold")}
-    assert generated == {f"diagnosis_{m.name}_threshold" for m in quality.ONLINE}
+    generated = {s.name for s in agent_settings() if s.name.startswith("diagnosis_") and s.name.endswith("_threshold")}
+    assert generated == {f"diagnosis_{m.name}_threshold" for m in quality.online()}
     config = load_agent_config(environ={"RAGMON_DIAGNOSIS_FAITHFULNESS_THRESHOLD": "0.7"})
     limits = config.diagnosis_thresholds()
     assert limits[sc.METRIC_FAITHFULNESS] == 0.7
@@ -84,16 +86,23 @@ def test_thresholds_reject_unknown_metrics() -> None:
 
 
 def test_rule_generator_reads_the_table_without_the_ragmon_package() -> None:
+    # from a bare checkout: a private copy of quality.py, the ragmon package never imported
+    probe = ("import runpy, sys; g = runpy.run_path(sys.argv[1]); "
+             "print(','.join(m.name for m in g['quality_metrics']()), 'ragmon' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe, str(REPO / "deploy/prometheus/generate_rules.py")],
+                         capture_output=True, text=True, check=True, cwd=REPO / "deploy", timeout=60).stdout
+    assert out.split() == [",".join(quality.online_names()), "False"]
+    # in a process that imported ragmon: its own table
     spec = importlib.util.spec_from_file_location("gen_rules_probe", REPO / "deploy/prometheus/generate_rules.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    assert [m.name for m in module.QUALITY_METRICS] == list(quality.ONLINE_NAMES)
+    assert [m.name for m in module.quality_metrics()] == list(quality.online_names())
     alerts = {rule["alert"] for group in module.rules()["groups"] for rule in group["rules"] if "alert" in rule}
-    for m in quality.ONLINE:
+    for m in quality.online():
         assert f"Ragmon{m.alert}Drop" in alerts
     # floors are off unless set: one per metric given a value
-    module.FLOORS = {m.name: 0.4 for m in quality.ONLINE}
+    module.FLOORS = {m.name: 0.4 for m in quality.online()}
     floored = {rule["alert"] for group in module.rules()["groups"] for rule in group["rules"] if "alert" in rule}
-    assert floored - alerts == {f"Ragmon{m.alert}BelowFloor" for m in quality.ONLINE}
+    assert floored - alerts == {f"Ragmon{m.alert}BelowFloor" for m in quality.online()}
 

@@ -23,7 +23,7 @@ from prometheus_client import CollectorRegistry
 
 from ragmon import semconv as sc
 from ragmon.agent import Agent
-from ragmon.quality import ONLINE_NAMES
+from ragmon.quality import online_names
 from tests.helpers.net import free_port
 from tests.helpers.scrape import scrape
 from tests.helpers.traffic import OtlpTraffic
@@ -73,7 +73,7 @@ async def test_round_trip_sdk_exporter_broker_agent_metrics(kafka: Broker, topic
     assert metrics.value(f"{sc.M_SPANS_RECEIVED}_total", source="kafka") == 6 * 3
     assert metrics.value(f"{sc.M_TRACES_RECEIVED}_total", service="kafka-svc", pipeline="support") == 6
     assert metrics.value(f"{sc.M_TRACES_SCORED}_total", judge=judge) == 6
-    for metric in ONLINE_NAMES:
+    for metric in online_names():
         assert metrics.value(f"{sc.M_SCORE}_count", judge=judge, metric=metric) == 6
     assert metrics.value(f"{sc.M_RETRIEVAL_LATENCY}_count", pipeline="support") == 6
     assert metrics.value(f"{sc.M_KAFKA_MESSAGES}_total", topic=topic) == traffic.exporter.sent_messages

@@ -135,13 +135,13 @@ def test_score_means_read_the_rate_stream_and_drops_need_significance() -> None:
         assert "z = " in rule["annotations"]["description"]
     # every drop alert over every window, a warning and a critical each
     windows = {(r["alert"], r["labels"]["window"], r["labels"]["severity"]) for r in drops}
-    assert len(windows) == len(drops) == 3 * 2 * len(gen.QUALITY_METRICS)
+    assert len(windows) == len(drops) == 3 * 2 * len(gen.quality_metrics())
     assert (gen.DROP_WARNING, gen.DROP_CRITICAL) == (0.05, 0.08)
     from ragmon import quality
     from ragmon.config import AgentConfig
 
     # the rules and power-based sampling test at one level: the agent's default --alpha is the rules'
-    assert gen.DROP_ALPHA == quality.ALERT_ALPHA == AgentConfig().detect_alpha
+    assert gen.DROP_ALPHA == quality.alert_alpha() == AgentConfig().detect_alpha
 
 
 def test_floors_are_off_by_default_and_fire_where_set(promtool: str, tmp_path: Path) -> None:

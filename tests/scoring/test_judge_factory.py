@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from ragmon.config import AGENT_SETTINGS, load_agent_config
+from ragmon.config import agent_settings, load_agent_config
 from ragmon.errors import ConfigError
 from ragmon.scoring.factory import JudgeSettings, judge_settings, llm_settings
 
@@ -16,7 +16,7 @@ AGENT_ONLY = {"judge_backlog"}  # how many sampled traces wait: the agent's queu
 
 def test_the_section_is_the_tables_judge_settings() -> None:
     fields = {f.name for f in dataclasses.fields(JudgeSettings)}
-    assert fields == {s.name for s in AGENT_SETTINGS if s.name.startswith("judge")} - AGENT_ONLY
+    assert fields == {s.name for s in agent_settings() if s.name.startswith("judge")} - AGENT_ONLY
 
 
 def test_commands_and_agent_read_the_same_section() -> None:

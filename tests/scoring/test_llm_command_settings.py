@@ -13,7 +13,7 @@ import pytest
 
 from ragmon.calibration import command as calibrate_command
 from ragmon.cli import build_parser, main
-from ragmon.config import SETTINGS_BY_NAME
+from ragmon.config import settings_by_name
 from ragmon.evaluation import command as eval_command
 from ragmon.scoring.llm import LlmJudge
 from tests.fakes.openai_server import FakeOpenAI, Reply, compact_responder
@@ -45,7 +45,7 @@ def test_every_judging_command_takes_the_agents_flags_for_timeout_and_concurrenc
     actions = _actions(COMMANDS[command])
     agent = _actions(["agent"])
     for name in SETTINGS:
-        setting = SETTINGS_BY_NAME[name]
+        setting = settings_by_name()[name]
         assert actions[name].option_strings == agent[name].option_strings == [setting.flag]
         assert actions[name].default is None  # unset: RAGMON_* and then the table's default
         assert actions[name].help == agent[name].help  # one help text, with the variable's name in it
@@ -68,8 +68,8 @@ async def test_flags_then_variables_then_defaults_reach_the_llm_judge(command, m
     monkeypatch.delenv("RAGMON_JUDGE_CONCURRENCY")
     judge = make_judge(build_parser().parse_args(COMMANDS[command] + LLM))
     try:
-        assert judge.settings.timeout_s == SETTINGS_BY_NAME["judge_timeout_s"].default  # the table's default
-        assert judge.settings.concurrency == SETTINGS_BY_NAME["judge_concurrency"].default
+        assert judge.settings.timeout_s == settings_by_name()["judge_timeout_s"].default  # the table's default
+        assert judge.settings.concurrency == settings_by_name()["judge_concurrency"].default
     finally:
         await judge.aclose()
     if command != "eval":

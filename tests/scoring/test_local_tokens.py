@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragmon.quality import ONLINE_NAMES
+from ragmon.quality import online_names
 from ragmon.scoring.local import LocalJudge
 from ragmon.scoring.local._encoder import VectorCache as _VectorCache
 from ragmon.scoring.local.embedder import EMBEDDING_DIM, NO_TOKENS, Embedder, TokenStates, shared_embedder
@@ -96,7 +96,7 @@ def test_cached_token_states_give_the_same_scores() -> None:
     cached_judge = LocalJudge()
     cached_judge.score_sync(question, CONTEXT, answer)  # fills the sentence cache
     warm = cached_judge.score_sync(question, CONTEXT, answer)
-    assert set(warm.values) == set(cold.values) == set(ONLINE_NAMES)
-    for name in ONLINE_NAMES:
+    assert set(warm.values) == set(cold.values) == set(online_names())
+    for name in online_names():
         assert warm.get(name) == pytest.approx(cold.get(name), abs=1e-6)
     assert warm.details["context_relevance"] == cold.details["context_relevance"]

@@ -34,8 +34,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ... import quality
 from ... import semconv as sc
-from ...quality import BY_NAME, ROLE_ANSWER, ROLE_GROUNDING, ROLE_RETRIEVAL, default_thresholds
+from ...quality import ROLE_ANSWER, ROLE_GROUNDING, ROLE_RETRIEVAL
 from ...types import Scores
 
 # metric name -> threshold; metrics left out use the table's default
@@ -44,9 +45,9 @@ DiagnosisThresholds = Mapping[str, float]
 
 def thresholds(overrides: Mapping[str, float] | None = None) -> dict[str, float]:
     """The table's default thresholds with ``overrides`` applied (unknown names rejected)."""
-    out = default_thresholds()
+    out = quality.default_thresholds()
     for name, value in (overrides or {}).items():
-        if name not in BY_NAME:
+        if not quality.known(name):
             raise ValueError(f"diagnosis threshold for unknown metric {name!r}")
         out[name] = float(value)
     return out
@@ -62,7 +63,7 @@ def diagnose(scores: Scores, limits: DiagnosisThresholds | None = None,
     failed: dict[str, list[str]] = {ROLE_RETRIEVAL: [], ROLE_GROUNDING: [], ROLE_ANSWER: []}
     reasons = []
     for name, value in scores.values.items():
-        spec = BY_NAME[name]
+        spec = quality.metric(name)
         limit = limits.get(name, spec.threshold)
         if value is None or spec.role not in failed or value >= limit:
             continue
