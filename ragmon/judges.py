@@ -12,11 +12,9 @@ time, e.g. from a plugin), its test and its docs row.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from . import semconv as sc
-
-REFERENCE_FREE = (sc.METRIC_FAITHFULNESS, sc.METRIC_ANSWER_RELEVANCY, sc.METRIC_CONTEXT_PRECISION)
+from . import quality
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,7 +22,8 @@ class JudgeSpec:
     name: str  # the bounded ``judge`` label value
     builder: str  # "package.module:function", called with (JudgeSettings, JudgeMetrics | None, criteria)
     summary: str  # one line for --help and the README
-    metrics: tuple[str, ...] = REFERENCE_FREE  # the metric-table rows its scores may hold
+    # the metric-table rows its scores may hold on live traffic (default: the table's online rows)
+    metrics: tuple[str, ...] = field(default_factory=quality.online_names)
     needs_endpoint: bool = False  # an OpenAI-compatible base URL and model are required
     judges_criteria: bool = False  # it can judge user-declared ``llm`` evaluators in its call
 

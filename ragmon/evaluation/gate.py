@@ -36,7 +36,7 @@ question ids) is ``skipped`` with the reason in its message — never an error.
 
 ``composite`` (:func:`composite_score`): per question, the unweighted mean of the values that are
 available among the question type's primary retrieval metric (:func:`ir.primary_metric`) and the
-generation metrics in :data:`COMPOSITE_GENERATION_METRICS`; the run's composite is the mean of the
+quality metrics of :func:`composite_metrics`; the run's composite is the mean of the
 per-question composites. The runner stores it in each row's metrics under ``"composite"``.
 """
 
@@ -48,7 +48,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from .. import semconv as sc
+from .. import quality
 from ..errors import GateRuleError
 from . import ir, stats
 
@@ -66,16 +66,15 @@ STATUS_SKIPPED: Final = "skipped"
 STATUSES: Final = (STATUS_PASSED, STATUS_FAILED, STATUS_WARNED, STATUS_SKIPPED)
 
 COMPOSITE: Final = "composite"
-# Generation metrics averaged into "composite" (citation metrics are left out: they exist only
-# when answers carry citation markers, so including them would change the composite's meaning).
-COMPOSITE_GENERATION_METRICS: Final = (
-    sc.METRIC_FAITHFULNESS,
-    sc.METRIC_ANSWER_RELEVANCY,
-    sc.METRIC_CONTEXT_PRECISION,
-    sc.METRIC_CONTEXT_RECALL,
-    sc.METRIC_ANSWER_CORRECTNESS,
-    sc.METRIC_ABSTENTION,
-)
+
+
+def composite_metrics() -> tuple[str, ...]:
+    """The quality metrics averaged into "composite", in table order: those that take part in the
+    diagnosis verdict (faithfulness, answer relevancy, context precision and recall, answer correctness,
+    abstention). Metrics the verdict leaves out (role ``""``: the citation metrics, which exist only when
+    answers carry citation markers) would change the composite's meaning from run to run."""
+    return tuple(m.name for m in quality.rows() if m.role != quality.ROLE_NONE)
+
 
 EPSILON: Final = 1e-9
 
@@ -172,18 +171,13 @@ def default_rules(primary_k: int = DEFAULT_PRIMARY_K) -> tuple[GateRule, ...]:
 DEFAULT_RULES: Final = default_rules()
 
 
-def composite_score(
-    metrics: Mapping[str, float | None],
-    question_type: str,
-    k: int = 5,
-    generation_metrics: Sequence[str] = COMPOSITE_GENERATION_METRICS,
-) -> float | None:
-    """Unweighted mean of the finite values among the primary retrieval metric and generation metrics.
+def composite_score(metrics: Mapping[str, float | None], question_type: str, k: int = 5) -> float | None:
+    """Unweighted mean of the finite values among the primary retrieval metric and :func:`composite_metrics`.
 
     ``metrics`` is one row's metric dict (report name -> value). None when none is available.
     """
     primary = ir.primary_metric(question_type, k)
-    names = ([primary] if primary is not None else []) + list(generation_metrics)
+    names = ([primary] if primary is not None else []) + list(composite_metrics())
     values = [v for name in names if (v := metrics.get(name)) is not None and math.isfinite(v)]
     return sum(values) / len(values) if values else None
 
