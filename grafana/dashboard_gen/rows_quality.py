@@ -13,6 +13,7 @@ def quality_rows(lay: Layout) -> None:
     calibration_panel(lay)  # is the judge fitted to this domain? (ragmon_judge_info)
     for m in R.quality_metrics():
         sel = f'{SP}, metric="{m.name}", {RATE}'
+        floor = R.FLOORS.get(m.name)
         lay.add(
             timeseries(
                 f"{m.title.capitalize()} mean",
@@ -33,10 +34,13 @@ def quality_rows(lay: Layout) -> None:
                 ],
                 unit="percentunit",
                 minmax=(0, 1),
-                steps=((None, "red"), (m.floor, "green")),
+                # a dashed line only where the rules set a floor (off by default: generate_rules.py --floor)
+                steps=((None, "red"), (floor, "green")) if floor is not None else ((None, "transparent"),),
                 desc=f"Mean {m.title} of rate-sampled judged traces (the unbiased stream; priority-sampled traces "
-                f"have their own panels). Dashed line: the absolute floor alert "
-                f"(Ragmon{m.alert}BelowFloor). Dots are exemplars: click one to open its trace.",
+                f"have their own panels). "
+                + (f"Dashed line: the absolute floor alert (Ragmon{m.alert}BelowFloor). " if floor is not None else
+                   "No absolute floor is set (the drop alerts compare with this pipeline's own past week). ")
+                + "Dots are exemplars: click one to open its trace.",
             ),
             8,
             8,

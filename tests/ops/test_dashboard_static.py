@@ -37,14 +37,18 @@ def panels() -> list[dict]:
     return [p for p in load()["panels"] if p["type"] != "row"]
 
 
-def _drop_z() -> float:
+def _rules_generator() -> Any:
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("rules_gen", REPO / "deploy" / "prometheus" / "generate_rules.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return float(module.DROP_Z)
+    return module
+
+
+def _drop_z() -> float:
+    return float(_rules_generator().DROP_Z)
 
 
 def generate(*args: str) -> subprocess.CompletedProcess[str]:
@@ -122,11 +126,14 @@ def test_template_variables() -> None:
 
 
 def test_required_panels_exemplars_and_thresholds() -> None:
+    assert _rules_generator().FLOORS == {}
     by_title = {p["title"]: p for p in panels()}
     for metric in ("Faithfulness", "Answer relevancy", "Context precision"):
         mean = by_title[f"{metric} mean"]
         assert any(t["exemplar"] for t in mean["targets"]), f"{metric}: exemplars on"
-        assert mean["fieldConfig"]["defaults"]["custom"]["thresholdsStyle"]["mode"] != "off"
+        # the shipped rules set no absolute floor, so no floor line is drawn that no alert stands behind
+        assert mean["fieldConfig"]["defaults"]["custom"]["thresholdsStyle"]["mode"] == "off"
+        assert "No absolute floor is set" in mean["description"]
         assert by_title[f"{metric} distribution"]["type"] == "heatmap"
         share = by_title[f"Failing {metric.lower()}: share of answers (± 95 %)"]
         share_exprs = " ".join(t["expr"] for t in share["targets"])
