@@ -65,7 +65,7 @@ QUALITY_FOR = "10m"
 RATE_STREAM = 'sample!="priority"'
 PRIORITY_STREAM = 'sample="priority"'
 WINDOW = "1h"  # the "current" quality window: means, shares and the first drop test
-LONG_WINDOWS: tuple[str, ...] = ("6h", "24h")  # further drop tests: a quiet pipeline has its samples there
+LONG_WINDOWS: tuple[str, ...] = ("6h", "12h", "24h")  # further drop tests: a quiet pipeline has its samples there
 LONG_INTERVAL = "5m"  # the long windows' group: they move slowly, and their 7 offsets are the costly rules
 BASELINE = "7d"  # the dashboard's long mean (ragmon:score_ratio:mean7d); alerts use the seasonal baseline
 SAME_HOUR = f"same_hour_{SEASONAL_DAYS}d"

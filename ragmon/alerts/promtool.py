@@ -11,7 +11,7 @@ retrieval latency in a latency simulation) are kept, and of their recording rule
 alerts depend on (transitively): the others cannot change when an alert fires and would only cost
 evaluation time (the 7-day dashboard means are the most expensive rules of the file).
 
-A drop alert is tested over several windows (1h, 6h, 24h: a ``window`` label on each); Alertmanager
+A drop alert is tested over several windows (1h, 6h, 12h, 24h: a ``window`` label on each); Alertmanager
 groups them by alert, service, pipeline and metric, so one incident seen by two windows is one page.
 The episodes counted here are the same: an alert's firing series with the ``window`` label dropped.
 """

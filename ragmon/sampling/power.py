@@ -18,7 +18,7 @@ biased population) and its traffic online, and sets its judging rate to
 what the judge can take (token budget, concurrency), every pipeline's need is scaled by the same
 factor, which spreads the loss evenly: all detectable rises grow by the same factor.
 
-The drop alerts also test longer windows (6 h and 24 h against the same windows of the past week)
+The drop alerts also test longer windows (6 h, 12 h and 24 h against the same windows of the past week)
 for pipelines too quiet to show a rise within the hour. The rate is sized for the shortest window
 (``window_s``) and capped at ``max_rate``; the plan then names the window that will catch the
 target at that rate (``PipelinePlan.window_s``: the shortest of ``window_s`` and ``longer_windows_s``
@@ -41,6 +41,8 @@ import time
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from statistics import NormalDist
+
+from .. import quality
 
 # a failing flag's typical standard deviation in the corrected unit (p = 0.3, J = 0.45: 0.46 / 0.45),
 # used until a pipeline has its own estimate
@@ -88,7 +90,8 @@ class PowerTarget:
     min_rate: float = 0.0
     max_rate: float = 1.0
     replicas: int = 1
-    longer_windows_s: tuple[float, ...] = (6 * 3600.0, 24 * 3600.0)  # the rules' LONG_WINDOWS
+    # the rules' LONG_WINDOWS
+    longer_windows_s: tuple[float, ...] = tuple(h * 3600.0 for h in quality.ALERT_WINDOWS_H[1:])
 
     @property
     def windows_s(self) -> tuple[float, ...]:

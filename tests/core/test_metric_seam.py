@@ -41,7 +41,7 @@ TOY = quality.QualityMetric(
     description="Words in the answer over ten, capped at 1: a one-word answer is too short.",
 )
 SHIPPED_ONLINE = (sc.METRIC_FAITHFULNESS, sc.METRIC_ANSWER_RELEVANCY, sc.METRIC_CONTEXT_PRECISION)
-HOURS_PER_30D_OF_WINDOWS = 720 + 120 + 30  # the 1h, 6h and 24h windows of a month
+HOURS_PER_30D_OF_WINDOWS = 720 + 120 + 60 + 30  # the 1h, 6h, 12h and 24h windows of a month
 LONG_ANSWER = "The Pro plan costs 49 dollars per month and includes 10 seats."  # 12 words: 1.0
 
 
@@ -163,7 +163,7 @@ def test_the_rules_generator_gives_it_alerts_and_sizes_z_for_it(toy: quality.Qua
     toy_alerts = [a for a in _alerts(gen.rules()) if a[1].startswith("RagmonAnswerLengthOk")]
     assert sorted(toy_alerts) == sorted(
         (group, "RagmonAnswerLengthOkDrop", severity, window)
-        for group, window in (("ragmon-quality", "1h"), ("ragmon-quality-long", "6h"), ("ragmon-quality-long", "24h"))
+        for group, window in (("ragmon-quality", "1h"), *(("ragmon-quality-long", w) for w in ("6h", "12h", "24h")))
         for severity in ("warning", "critical"))
     drop = next(r for g in gen.rules()["groups"] for r in g["rules"] if r.get("alert") == "RagmonAnswerLengthOkDrop")
     assert 'ragmon:failing_share:rise1h{metric="answer_length_ok"} >= 0.025' in drop["expr"]

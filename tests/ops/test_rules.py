@@ -135,7 +135,7 @@ def test_score_means_read_the_rate_stream_and_drops_need_significance() -> None:
         assert "z = " in rule["annotations"]["description"]
     # every drop alert over every window, a warning and a critical each
     windows = {(r["alert"], r["labels"]["window"], r["labels"]["severity"]) for r in drops}
-    assert len(windows) == len(drops) == 3 * 2 * len(gen.quality_metrics())
+    assert len(windows) == len(drops) == (1 + len(gen.LONG_WINDOWS)) * 2 * len(gen.quality_metrics())
     assert (gen.DROP_WARNING, gen.DROP_CRITICAL) == (0.05, 0.08)
     from ragmon import quality
     from ragmon.config import AgentConfig
@@ -179,9 +179,9 @@ def test_a_fleet_budget_sizes_z_for_the_rules_and_the_agent(tmp_path: Path) -> N
         return {m for r in rules if r.get("alert", "").endswith(("Drop", "Rise"))
                 for m in re.findall(r"rise_z\w+(?:\{[^}]*\})? > ([\d.]+)", r["expr"])}
 
-    assert z_of() == {"3.63"}  # one pipeline, 0.5 false pages a month
-    assert z_of("--pipelines", "100") == {"4.68"}  # a hundred pipelines share the same half page
-    assert z_of("--pipelines", "100", "--fleet-budget", "1") == {"4.54"}
+    assert z_of() == {"3.64"}  # one pipeline, 0.5 false pages a month
+    assert z_of("--pipelines", "100") == {"4.69"}  # a hundred pipelines share the same half page
+    assert z_of("--pipelines", "100", "--fleet-budget", "1") == {"4.55"}
     config = load_agent_config({"alert_pipelines": 100}, environ={})
-    assert config.detect_alpha == pytest.approx(quality.alert_alpha(100)) == pytest.approx(0.5 / (100 * 4 * 870))
+    assert config.detect_alpha == pytest.approx(quality.alert_alpha(100)) == pytest.approx(0.5 / (100 * 4 * 930))
     assert load_agent_config({"alert_pipelines": 100, "detect_alpha": 0.01}, environ={}).detect_alpha == 0.01
