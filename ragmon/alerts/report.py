@@ -133,8 +133,10 @@ def every_alert(rules: dict[str, Any], report: dict[str, Any], simulated: set[st
                                if key.split("/")[0] == name) for sev in SEVERITIES}
             total = sum(counts.values())
             lo, hi = _interval(total, days)
+            # each severity is its own rule (a warning and a page route apart): each has its own rate
             out[name] = {"simulated": True, "false": counts, "false_per_30d": round(30.0 * total / days, 3),
-                         "false_per_30d_ci95": [round(lo, 3), round(hi, 3)]}
+                         "false_per_30d_ci95": [round(lo, 3), round(hi, 3)],
+                         "false_per_30d_by_severity": {sev: round(30.0 * n / days, 3) for sev, n in counts.items()}}
         else:
             why = NOT_SIMULATED.get(name) or (
                 "simulated by `ragmon alerts simulate --latency`" if name in LATENCY_ALERTS else
