@@ -121,7 +121,7 @@ def evaluate(
     (sync) test; inside a running event loop use ``ragmon.evaluation.run.evaluate``.
     """
     chosen = _judge(judge)
-    label = judge if isinstance(judge, str) else getattr(chosen, "name", "none")
+    label = judge if isinstance(judge, str) else (chosen.name if chosen is not None else "none")
     opts = EvalOptions(evalset=str(evalset), app=app, responses=str(responses) if responses else None,
                        baseline=baseline, judge_label=str(label), **options)
 
