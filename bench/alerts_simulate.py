@@ -11,11 +11,11 @@ Cells, in the order they run (each is skipped when its report exists, so an inte
 - WikiQA (dev): answer relevancy and context precision, from rows built out of WikiQA's human sentence labels
   (``wikiqa_rows``): a +10-point step of each, and stationary traffic;
 - RAGTruth data-to-text at 1 req/s, stationary: where the old absolute floor fired ~32 times a month;
-- a fleet: 100 pipelines at 1 req/s on stationary traffic, with the rules and --alpha generated for 100
-  pipelines sharing 0.5 false pages a month (``generate_rules.py --pipelines 100``), and the QA steps under
-  those rules (what the fleet's budget costs a pipeline in time to page);
 - retrieval latency (``--latency``): stationary at 0.1, 1 and 10 req/s, and steps that make retrieval 2x / 4x
-  slower at 1 req/s.
+  slower at 1 req/s;
+- a fleet, last (the costliest): the QA steps under the rules and --alpha generated for 100 pipelines sharing
+  0.5 false pages a month (``generate_rules.py --pipelines 100``: what the fleet's budget costs a pipeline in
+  time to page), then 100 pipelines at 1 req/s on stationary traffic in one simulation.
 
     python bench/alerts_simulate.py                    # every cell (the data: python3 scripts/benchdata.py)
     python bench/alerts_simulate.py --only qa-0.1      # only the cells whose tag starts so
@@ -117,14 +117,6 @@ def cells(work: Path) -> list[tuple[str, list[str]]]:
         runs = ["--runs", "20"] if rate == "0.1" else []
         out.append((f"qa-{rate}rps-incidents", [qa, "--rate", rate, *power, *steps, *runs]))
         out.append((f"qa-{rate}rps-stationary", [qa, "--rate", rate, *power, *still]))
-    from ragmon.quality import alert_alpha
-
-    fleet = ["--detect-drop", f"{DETECT_DROP:g}", "--alpha", f"{alert_alpha(FLEET):.6g}", "--rules",
-             str(fleet_rules(work))]
-    out.append((f"fleet{FLEET}-1rps-stationary", [qa, "--rate", "1", *fleet, "--cases", "stationary", "--runs", "1",
-                                                  "--pipelines", str(FLEET), "--days", "3", "--chunk", "20"]))
-    # what the fleet's budget costs one of its pipelines in time to page (its rules and --alpha, one pipeline)
-    out.append((f"fleet{FLEET}-1rps-incidents", [qa, "--rate", "1", *fleet, *steps]))
     for metric in ("answer_relevancy", "context_precision"):
         out.append((f"wikiqa-{metric}-1rps-incidents", [wiki, "--rate", "1", "--metric", metric, "--group-by", "",
                                                          *power, "--cases", "step_0.10,step_0.20", "--runs", "5",
@@ -136,6 +128,15 @@ def cells(work: Path) -> list[tuple[str, list[str]]]:
         out.append((f"latency-{rate}rps-stationary", ["--latency", "--rate", rate, *still]))
     out.append(("latency-1rps-incidents", ["--latency", "--rate", "1", "--cases", "step_1.00,step_3.00", "--runs", "5",
                                            "--days", "3"]))
+    # the fleet last: a hundred pipelines in one simulation is the costliest cell
+    from ragmon.quality import alert_alpha
+
+    fleet = ["--detect-drop", f"{DETECT_DROP:g}", "--alpha", f"{alert_alpha(FLEET):.6g}", "--rules",
+             str(fleet_rules(work))]
+    # what the fleet's budget costs one of its pipelines in time to page (its rules and --alpha, one pipeline)
+    out.append((f"fleet{FLEET}-1rps-incidents", [qa, "--rate", "1", *fleet, *steps]))
+    out.append((f"fleet{FLEET}-1rps-stationary", [qa, "--rate", "1", *fleet, "--cases", "stationary", "--runs", "1",
+                                                  "--pipelines", str(FLEET), "--days", "3", "--chunk", "20"]))
     return out
 
 
