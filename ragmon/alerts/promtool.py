@@ -125,7 +125,9 @@ def _expand_names(expr: str, records: dict[str, str], depth: int = 0) -> str:
 
 
 def _values(values: Iterable[float]) -> str:
-    return " ".join(f"{v:.6g}" if v == int(v) else f"{v:.6f}".rstrip("0") for v in values)
+    # counters written exactly: a week of traffic passes a million, where 6 significant digits would
+    # round each scrape by up to 5 and a rate of the difference of two buckets becomes noise
+    return " ".join(str(int(v)) if v == int(v) else f"{v:.6f}".rstrip("0") for v in values)
 
 
 def _phase_values(phases: Sequence[int]) -> str:

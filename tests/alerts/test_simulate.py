@@ -199,6 +199,17 @@ def test_parse_output_matches_reports_to_queries_by_text_and_time() -> None:
     assert [(e.pipeline, e.severity, e.value) for e in second] == [("p1", "critical", 2.0), ("p2", "warning", 1.0)]
 
 
+def test_counters_past_a_million_reach_promtool_exactly(tmp_path: Path) -> None:
+    """A busy pipeline's cumulative counters pass a million within the week of warm-up: every count must
+    reach promtool as it is (rounded to six digits, two buckets' difference became noise and a healthy
+    store's P95 jumped to seconds)."""
+    counts = [1_234_567.0, 1_234_572.0, 2_000_003.0]
+    sets = [pt.SeriesSet(pipeline="p", judge="local", counters={"": {"c": counts}}, phases=[0, 0, 0, 0])]
+    document = pt.test_file(tmp_path / "rules.yml", sets, {}, 300, 300, 900, 900)
+    values = next(s["values"] for s in document["tests"][0]["input_series"] if s["series"].startswith("c{"))
+    assert values == "0 1234567 1234572 2000003"
+
+
 def test_the_command_writes_the_json_contract(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     require_binary("promtool")
     labels = tmp_path / "labels.jsonl"
