@@ -97,7 +97,7 @@ def load_section(
 
 # The settings every command that judges (``ragmon eval``, ``calibrate``, ``alerts simulate``,
 # ``inspect``) takes as flags, spelled, parsed and defaulted as the agent's.
-JUDGE_COMMAND_SETTINGS: tuple[str, ...] = ("judge_timeout_s", "judge_concurrency")
+JUDGE_COMMAND_SETTINGS: tuple[str, ...] = ("judge_timeout_s", "judge_concurrency", "judge_max_completion_tokens")
 
 
 def add_setting_flags(parser: argparse.ArgumentParser | argparse._ArgumentGroup,

@@ -113,6 +113,7 @@ class AgentConfig:
     judge_cache_ttl_s: float = 3600.0
     judge_cache_size: int = 10_000
     judge_max_input_tokens: int = 6_000
+    judge_max_completion_tokens: int = 1_024
     judge_circuit_failures: int = 5
     judge_circuit_reset_s: float = 30.0
     judge_embedding_model: str | None = None  # None: the agent's own MiniLM embedder
@@ -345,6 +346,8 @@ _SETTINGS_BEFORE_DIAGNOSIS: tuple[Setting, ...] = (
        "Entries in the judge's content-hash cache (0 = off)."),
     _s("judge_max_input_tokens", "RAGMON_JUDGE_MAX_INPUT_TOKENS", parse_positive_int, "N",
        "Per-trace input budget for the LLM judge; longer inputs are cut with a marker."),
+    _s("judge_max_completion_tokens", "RAGMON_JUDGE_MAX_COMPLETION_TOKENS", parse_positive_int, "N",
+       "LLM judge: max_tokens of each reply; an unusable reply cut off there fails as reply_truncated."),
     _s("judge_circuit_failures", "RAGMON_JUDGE_CIRCUIT_FAILURES", parse_positive_int, "N",
        "Consecutive failures that open the circuit breaker."),
     _s("judge_circuit_reset_s", "RAGMON_JUDGE_CIRCUIT_RESET_S", parse_positive_float, "SECONDS",

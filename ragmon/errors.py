@@ -13,6 +13,7 @@
     │   │   └── JudgeConnectError   no connection at all (refused, unreachable): the endpoint is down
     │   ├── JudgeRateLimitedError   429 after retries
     │   ├── JudgeReplyError         reply not valid JSON / wrong schema after the repair attempt
+    │   │   └── JudgeReplyTruncatedError  ... because the reply was cut off at max_tokens
     │   ├── JudgeCircuitOpenError   circuit breaker open: endpoint considered down
     │   └── JudgeBudgetExceeded     token budget exhausted (the trace is *skipped*, not failed)
     ├── ModelError                  local model file missing or checksum mismatch
@@ -91,6 +92,13 @@ class JudgeRateLimitedError(JudgeError):
 
 class JudgeReplyError(JudgeError):
     reason = sc.FAIL_INVALID_REPLY
+
+
+class JudgeReplyTruncatedError(JudgeReplyError):
+    """The unusable reply was cut off at ``max_tokens`` (``finish_reason`` "length"): the cap, or a
+    model that writes too much, is the cause, not the model's JSON."""
+
+    reason = sc.FAIL_REPLY_TRUNCATED
 
 
 class JudgeCircuitOpenError(JudgeError):

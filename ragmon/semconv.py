@@ -275,6 +275,8 @@ FAIL_HTTP: Final = "http_error"
 FAIL_CONNECT: Final = "connect_error"  # no connection to the judge endpoint (refused, unreachable): it is down
 FAIL_RATE_LIMITED: Final = "rate_limited"
 FAIL_INVALID_REPLY: Final = "invalid_reply"
+# an unusable reply cut off at max_tokens (finish_reason "length"): the cap or a verbose model is the cause
+FAIL_REPLY_TRUNCATED: Final = "reply_truncated"
 FAIL_CIRCUIT_OPEN: Final = "circuit_open"
 FAIL_INTERNAL: Final = "internal_error"
 # contradiction items the LLM judge's reply listed and ragmon dropped (the claim keeps its other verdict)

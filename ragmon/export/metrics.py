@@ -147,7 +147,7 @@ class AgentMetrics:
         # judge
         self.evaluator_errors = Counter(sc.M_EVALUATOR_ERRORS, "Declared evaluators that could not judge a trace, by reason (missing_verdict: the LLM judge's reply left the criterion out; timeout: a regex ran past its time limit; no_answer, no_question, no_letters); the score is left out, never guessed.", [sc.L_METRIC, sc.L_REASON], registry=r)
         self.judge_duration = Histogram(sc.M_JUDGE_DURATION, "Time to score one trace.", [sc.L_JUDGE], buckets=JUDGE_DURATION_BUCKETS, registry=r)
-        self.judge_requests = Counter(sc.M_JUDGE_REQUESTS, "Judge API requests by outcome (ok, retry, timeout, connect_error, http_error, rate_limited, invalid_reply, circuit_open).", [sc.L_JUDGE, sc.L_OUTCOME], registry=r)
+        self.judge_requests = Counter(sc.M_JUDGE_REQUESTS, "Judge API requests by outcome (ok, retry, timeout, connect_error, http_error, rate_limited, invalid_reply, reply_truncated, circuit_open).", [sc.L_JUDGE, sc.L_OUTCOME], registry=r)
         self.judge_tokens = Counter(sc.M_JUDGE_TOKENS, "Judge tokens used (kind=prompt|completion), from the API's usage or estimated.", [sc.L_JUDGE, sc.L_KIND], registry=r)
         self.judge_input_truncated = Counter(sc.M_JUDGE_INPUT_TRUNCATED, "Traces whose judge input was cut to the token budget.", [sc.L_JUDGE], registry=r)
         self.judge_cache_hits = Counter(sc.M_JUDGE_CACHE_HITS, "Traces answered from the judge's content-hash cache.", [sc.L_JUDGE], registry=r)

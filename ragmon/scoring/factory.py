@@ -46,6 +46,7 @@ class JudgeSettings:
     judge_cache_ttl_s: float
     judge_cache_size: int
     judge_max_input_tokens: int
+    judge_max_completion_tokens: int
     judge_circuit_failures: int
     judge_circuit_reset_s: float
     judge_embedding_model: str | None

@@ -18,7 +18,7 @@ from ragmon.evaluation import command as eval_command
 from ragmon.scoring.llm import LlmJudge
 from tests.fakes.openai_server import FakeOpenAI, Reply, compact_responder
 
-SETTINGS = ("judge_timeout_s", "judge_concurrency")
+SETTINGS = ("judge_timeout_s", "judge_concurrency", "judge_max_completion_tokens")
 LLM = ["--judge", "llm", "--judge-base-url", "http://127.0.0.1:9/v1", "--judge-model", "m"]
 COMMANDS = {
     "eval": ["eval", "golden.jsonl", "--responses", "r.jsonl"],
@@ -57,11 +57,13 @@ async def test_flags_then_variables_then_defaults_reach_the_llm_judge(command, m
     make_judge = eval_command.make_judge if command == "eval" else calibrate_command.make_judge
     monkeypatch.delenv("RAGMON_JUDGE_TIMEOUT_S", raising=False)
     monkeypatch.setenv("RAGMON_JUDGE_CONCURRENCY", "2")
-    args = build_parser().parse_args(COMMANDS[command] + LLM + ["--judge-timeout-s", "300"])
+    args = build_parser().parse_args(COMMANDS[command] + LLM + ["--judge-timeout-s", "300",
+                                                                 "--judge-max-completion-tokens", "512"])
     judge = make_judge(args)
     try:
         assert isinstance(judge, LlmJudge)
         assert judge.settings.timeout_s == 300.0  # the flag
+        assert judge.settings.max_completion_tokens == 512
         assert judge.settings.concurrency == 2  # the variable
     finally:
         await judge.aclose()
@@ -70,6 +72,7 @@ async def test_flags_then_variables_then_defaults_reach_the_llm_judge(command, m
     try:
         assert judge.settings.timeout_s == settings_by_name()["judge_timeout_s"].default  # the table's default
         assert judge.settings.concurrency == settings_by_name()["judge_concurrency"].default
+        assert judge.settings.max_completion_tokens == settings_by_name()["judge_max_completion_tokens"].default
     finally:
         await judge.aclose()
     if command != "eval":

@@ -20,6 +20,7 @@ from ragmon.errors import (
     JudgeHTTPError,
     JudgeRateLimitedError,
     JudgeReplyError,
+    JudgeReplyTruncatedError,
     JudgeTimeoutError,
 )
 from ragmon.scoring.llm import FORMAT_JSON_OBJECT, FORMAT_NONE, LlmJudge
@@ -72,7 +73,8 @@ def requests(metrics, outcome):
 
 
 def chat_outcomes(metrics):
-    names = ["ok", "retry", "timeout", "connect_error", "http_error", "rate_limited", "invalid_reply", "circuit_open"]
+    names = ["ok", "retry", "timeout", "connect_error", "http_error", "rate_limited", "invalid_reply",
+             "reply_truncated", "circuit_open"]
     return {o: requests(metrics, o) for o in names if requests(metrics, o)}
 
 
@@ -170,7 +172,8 @@ async def test_one_repair_attempt_fixes_a_bad_reply(server, make_judge, metrics,
     repair = server.chat_requests[1].body["messages"]
     assert repair[-2] == {"role": "assistant", "content": bad.content}
     assert repair[-1]["role"] == "user" and "could not be used" in repair[-1]["content"]
-    assert chat_outcomes(metrics) == {"invalid_reply": 1, "ok": 2}
+    first_outcome = "reply_truncated" if bad.finish_reason == "length" else "invalid_reply"
+    assert chat_outcomes(metrics) == {first_outcome: 1, "ok": 2}
     assert scores.details["calls"] == 3  # both chat calls are paid for, plus embeddings
 
 
@@ -188,6 +191,26 @@ async def test_a_second_bad_reply_fails_as_invalid_reply(server, make_judge, met
     assert chat_outcomes(metrics) == {"invalid_reply": 2}
     tokens = metrics.registry.get_sample_value(f"{sc.M_JUDGE_TOKENS}_total", {"judge": "llm", "kind": "prompt"})
     assert tokens == 200  # failed traces still spent tokens, and they are counted
+
+
+async def test_a_reply_cut_off_at_max_tokens_twice_fails_naming_the_cap(server, make_judge, metrics):
+    cut = Reply.text('{"claims": [{"claim": "Paris is the capital of', finish_reason="length")
+    server.enqueue(cut, cut)
+    with pytest.raises(JudgeReplyTruncatedError) as info:
+        await make_judge(max_completion_tokens=256).score(TRACE)
+    assert info.value.reason == sc.FAIL_REPLY_TRUNCATED
+    assert "cut off at max_tokens (256" in str(info.value) and "RAGMON_JUDGE_MAX_COMPLETION_TOKENS" in str(info.value)
+    assert [r.body["max_tokens"] for r in server.chat_requests] == [256, 256]
+    repair = server.chat_requests[1].body["messages"][-1]["content"]
+    assert "cut off at the 256-token limit" in repair  # the model is told why, not only that
+    assert chat_outcomes(metrics) == {"reply_truncated": 2}
+
+
+async def test_a_cut_off_reply_that_still_parses_is_used(server, make_judge, metrics):
+    server.enqueue(Reply(content=json.dumps(GOOD), usage=(100, 50), finish_reason="length"))
+    scores = await make_judge().score(TRACE)
+    assert scores.get(FAITH) == 1.0
+    assert chat_outcomes(metrics) == {"ok": 2}  # the chat call and the embeddings
 
 
 async def test_json_in_code_fences_and_prose_needs_no_repair(server, make_judge, metrics):

@@ -25,8 +25,8 @@ evidence quotes a context (``evidence``).
 
 Every request is counted in ``ragmon_judge_requests_total{judge="llm",outcome}`` with one of
 ok, retry (a failed attempt that will be retried), timeout, connect_error, http_error,
-rate_limited, invalid_reply, circuit_open. The API key is sent as a header and never logged or put in
-an error message.
+rate_limited, invalid_reply, reply_truncated (unusable and cut off at max_tokens), circuit_open.
+The API key is sent as a header and never logged or put in an error message.
 
 Modules. Private (this package's API is ``__all__``): ``_settings`` the frozen settings, ``_http``
 the resilient POST, ``_chat`` chat/embeddings protocol and token usage, ``_calls`` what a mode may

@@ -18,7 +18,7 @@ import httpx
 import numpy as np
 
 from ... import semconv as sc
-from ...errors import JudgeReplyError
+from ...errors import JudgeReplyError, JudgeReplyTruncatedError
 from ..judge import JudgeMetrics
 from . import prompts as p
 from ._http import CHAT_PATH, FormatRejected, JudgeHttp
@@ -63,18 +63,25 @@ class ChatClient:
         parse: Callable[[dict[str, Any]], T], usage: Usage, temperature: float | None = None,
     ) -> T:
         """One chat call parsed by ``parse``, with one repair attempt when the reply is unusable."""
-        content = await self._chat(messages, schema_name, schema, usage, temperature)
+        content, cut_off = await self._chat(messages, schema_name, schema, usage, temperature)
         try:
             result = parse(extract_json(content))
         except VerdictError as first_error:
-            self._http.outcome(sc.FAIL_INVALID_REPLY)
-            log.debug("judge reply unusable (%s); one repair attempt", first_error)
-            repair = p.repair_messages(messages, content, str(first_error))
-            content = await self._chat(repair, schema_name, schema, usage, temperature)
+            self._http.outcome(_unusable_outcome(cut_off))
+            log.debug("judge reply unusable (%s%s); one repair attempt", first_error, ", cut off" if cut_off else "")
+            problem = (f"it was cut off at the {self._settings.max_completion_tokens}-token limit; keep every "
+                       "text field short" if cut_off else str(first_error))
+            repair = p.repair_messages(messages, content, problem)
+            content, cut_off = await self._chat(repair, schema_name, schema, usage, temperature)
             try:
                 result = parse(extract_json(content))
             except VerdictError as second_error:
-                self._http.outcome(sc.FAIL_INVALID_REPLY)
+                self._http.outcome(_unusable_outcome(cut_off))
+                if cut_off:
+                    raise JudgeReplyTruncatedError(
+                        "judge reply still invalid after one repair attempt: cut off at max_tokens "
+                        f"({self._settings.max_completion_tokens}; RAGMON_JUDGE_MAX_COMPLETION_TOKENS): {second_error}"
+                    ) from second_error
                 raise JudgeReplyError(
                     f"judge reply still invalid after one repair attempt: {second_error}"
                 ) from second_error
@@ -103,7 +110,8 @@ class ChatClient:
     async def _chat(
         self, messages: list[p.Message], schema_name: str, schema: Mapping[str, Any], usage: Usage,
         temperature: float | None,
-    ) -> str:
+    ) -> tuple[str, bool]:
+        """The reply's text, and whether the server cut it off at ``max_tokens``."""
         estimate = p.estimate_message_tokens(messages)
         while True:
             body: dict[str, Any] = {
@@ -133,10 +141,12 @@ class ChatClient:
                 continue
             return self._read_completion(response, messages, usage)
 
-    def _read_completion(self, response: httpx.Response, messages: list[p.Message], usage: Usage) -> str:
+    def _read_completion(self, response: httpx.Response, messages: list[p.Message], usage: Usage
+                         ) -> tuple[str, bool]:
         try:
             data = response.json()
-            message = data["choices"][0]["message"]
+            choice = data["choices"][0]
+            message = choice["message"]
             content = message.get("content") or ""
             if not isinstance(content, str):
                 raise TypeError("content is not a string")
@@ -152,7 +162,7 @@ class ChatClient:
             completion_tokens if completion_tokens is not None else p.estimate_tokens(content),
             estimated=estimated,
         )
-        return content
+        return content, choice.get("finish_reason") == "length"
 
     def count_invalid_contradictions(self, invalid: Mapping[str, int]) -> None:
         if self._metrics is not None:
@@ -167,6 +177,10 @@ class ChatClient:
         if self._metrics is not None:
             self._metrics.judge_tokens.labels(NAME, "prompt").inc(prompt_tokens)
             self._metrics.judge_tokens.labels(NAME, "completion").inc(completion_tokens)
+
+
+def _unusable_outcome(cut_off: bool) -> str:
+    return sc.FAIL_REPLY_TRUNCATED if cut_off else sc.FAIL_INVALID_REPLY
 
 
 def body_tokens(texts: Sequence[str]) -> int:
