@@ -28,6 +28,8 @@ import argparse
 import asyncio
 import hashlib
 import json
+import logging
+import statistics
 import sys
 import time
 from collections import Counter
@@ -45,7 +47,9 @@ from retrievers.harness import machine_line, write_section  # noqa: E402
 
 from ragmon import semconv as sc  # noqa: E402
 from ragmon.errors import JudgeError  # noqa: E402
+from ragmon.scoring import claim_verdicts as cv  # noqa: E402
 from ragmon.scoring.local import LocalJudge  # noqa: E402
+from ragmon.scoring.metrics import formulas  # noqa: E402
 from ragmon.types import Document, RagTrace  # noqa: E402
 
 DOC = ROOT / "docs" / "judges.md"
@@ -58,6 +62,27 @@ SLICES = (
     ("ragtruth_qa_relevancy", "answer_relevancy"),
     ("wikiqa_single", "context_relevance"),
 )
+
+
+PAIR_KINDS = ("number", "negation", "name")  # the one-edit kinds the issue's goals name
+PAIR_SET = "one_edit_"  # + kind: the pairs' sides, kept out of the cross-dataset table
+
+
+def pair_cases(per_kind: int, data: Path | None = None) -> list[Case]:
+    """``per_kind`` held-out one-edit pairs of each kind (``bench/one_edit_pairs.py``), in sha256
+    order of their id, as two cases each: the original (label 1) and its edited copy (label 0),
+    side by side; ``group`` is the pair's id."""
+    from one_edit_pairs import load_pairs
+
+    pairs = load_pairs() if data is None else load_pairs(benchdata=data)
+    pairs.sort(key=lambda p: hashlib.sha256(p["id"].encode()).hexdigest())
+    out: list[Case] = []
+    for kind in PAIR_KINDS:
+        for p in [p for p in pairs if p["kind"] == kind][:per_kind]:
+            for label, answer in ((1, p["answer"]), (0, p["edited"])):
+                out.append(Case(set=PAIR_SET + kind, metric="faithfulness", group=p["id"], question=p["question"],
+                                contexts=list(p["contexts"]), answer=answer, label=label))
+    return out
 
 
 def case_key(c: Case) -> str:
@@ -112,6 +137,32 @@ def local_score(judge: LocalJudge, c: Case) -> float | None:
     return metric_score(c, feats["values"], None)
 
 
+class DroppedItems(logging.Handler):
+    """The contradiction items the evidence check drops, as it logs them (one row is judged at a time)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.items: list[dict[str, Any]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if hasattr(record, "drop_reason"):
+            self.items.append({"reason": record.drop_reason, "claim_index": record.claim_index,
+                               "claim": record.claim[:300], "evidence": record.evidence[:300]})
+
+
+def unchecked_faithfulness(rec: dict[str, Any]) -> float | None:
+    """What faithfulness would have been had the dropped contradiction items counted (before the check)."""
+    claims = rec.get("claims") or []
+    if rec["metric"] != "faithfulness" or rec.get("score") is None or not claims:
+        return rec.get("score")
+    kept = {i for i, v in enumerate(rec.get("claim_verdicts") or []) if v["verdict"] == cv.CONTRADICTED}
+    dropped = {d["claim_index"] for d in rec.get("dropped") or [] if d["reason"] != sc.INVALID_CONTRADICTION_NO_CLAIM}
+    contradicted = kept | dropped
+    supported = [bool(c["supported"]) and i not in contradicted for i, c in enumerate(claims)]
+    value = formulas.faithfulness_with_contradictions(supported, len(contradicted))
+    return 1.0 if value is None else value
+
+
 async def run(args: argparse.Namespace, base_url: str | None, rows: list[Case]) -> list[dict[str, Any]]:
     out = Path(args.out)
     modes = [m for m in args.modes.split(",") if m]
@@ -130,10 +181,14 @@ async def run(args: argparse.Namespace, base_url: str | None, rows: list[Case]) 
     for c in rows:  # the local judge first: cheap, and the comparison column is then complete
         if (case_key(c), "local") not in seen:
             record({"key": case_key(c), "set": c.set, "metric": c.metric, "label": c.label, "kind": c.kind,
-                    "mode": "local", "score": local_score(local, c)})
+                    "group": c.group, "mode": "local", "score": local_score(local, c)})
     if base_url is None:
         return done
     judges = build_judges(args, base_url, modes)
+    dropped = DroppedItems()
+    evidence_log = logging.getLogger("ragmon.scoring.llm.evidence")
+    evidence_log.addHandler(dropped)
+    evidence_log.setLevel(logging.DEBUG)
     deadline = time.monotonic() + args.time_budget_s if args.time_budget_s else None
     try:
         for c in rows:
@@ -144,8 +199,10 @@ async def run(args: argparse.Namespace, base_url: str | None, rows: list[Case]) 
                     print("time budget reached; stopping (resume later with the same --out)", file=sys.stderr)
                     return done
                 rec: dict[str, Any] = {"key": case_key(c), "set": c.set, "metric": c.metric, "label": c.label,
-                                       "kind": c.kind, "mode": mode, "prompt": prompt_version(mode)}
+                                       "kind": c.kind, "group": c.group, "mode": mode,
+                                       "prompt": prompt_version(mode)}
                 started = time.perf_counter()
+                dropped.items.clear()
                 try:
                     scores = await judges[mode].score(to_trace(c))
                     values = {name: scores.get(name) for name in (sc.METRIC_FAITHFULNESS,
@@ -153,7 +210,12 @@ async def run(args: argparse.Namespace, base_url: str | None, rows: list[Case]) 
                     rec.update(score=metric_score(c, values, scores.details.get("context_relevant")),
                                calls=scores.details.get("calls", 0), prompt_tokens=scores.prompt_tokens,
                                completion_tokens=scores.completion_tokens,
-                               claims=scores.details.get("claims", []), error=None)
+                               claims=scores.details.get("claims", []),
+                               claim_verdicts=scores.details.get(cv.DETAIL_KEY, []),
+                               dropped=list(dropped.items),
+                               invalid_contradictions=scores.details.get("invalid_contradiction_reasons", {}),
+                               error=None)
+                    rec["score_unchecked"] = unchecked_faithfulness(rec)
                 except JudgeError as exc:
                     rec.update(score=None, calls=0, prompt_tokens=0, completion_tokens=0, error=exc.reason,
                                message=str(exc)[:200])
@@ -161,40 +223,110 @@ async def run(args: argparse.Namespace, base_url: str | None, rows: list[Case]) 
                 record(rec)
                 print(json.dumps({k: v for k, v in rec.items() if k != "claims"}), file=sys.stderr)
     finally:
+        evidence_log.removeHandler(dropped)
         for judge in judges.values():
             await judge.aclose()
     return done
 
 
+def _line(set_name: str, metric: str, label: str, rows: list[dict[str, Any]], boot: int, llm: bool) -> str | None:
+    ok = [r for r in rows if r.get("score") is not None]
+    failed = Counter(r.get("error") or "no score" for r in rows if r.get("score") is None)
+    if len({r["label"] for r in ok}) < 2:
+        return None
+    st = row_stats([r["label"] for r in ok], [r["score"] for r in ok], boot)
+    fail = ", ".join(f"{k} {v}" for k, v in failed.items()) or "0"
+    cost = "– | –"
+    if llm:
+        tokens = [r["prompt_tokens"] + r["completion_tokens"] for r in rows]
+        walls = [r["wall_s"] for r in rows]
+        cost = f"{sum(tokens) / len(tokens):.0f} | {sum(walls) / len(walls):.1f}"
+    return (f"| {set_name} | {metric} | {label} | {st['n']} ({fail}) | {st['auc']:.3f} "
+            f"[{st['auc_ci'][0]:.2f}, {st['auc_ci'][1]:.2f}] | {st['ba']:.3f} | {st['best_ba']:.3f} | {cost} |")
+
+
 def report(results: list[dict[str, Any]], modes: Sequence[str], boot: int) -> list[str]:
+    """Per slice: the local judge on all its rows and on the rows every LLM mode answered, each LLM
+    mode on those paired rows, and on all its own rows where it answered more."""
     lines = [
-        "| set | metric | judge | n scored (failed) | AUC [95 % CI] | bal. acc. @0.5 | best bal. acc. "
+        "| set | metric | judge (rows) | n scored (failed) | AUC [95 % CI] | bal. acc. @0.5 | best bal. acc. "
         "| tokens / row | wall s / row |",
         "|---|---|---|---:|---|---:|---:|---:|---:|",
     ]
     for set_name, metric in SLICES:
-        for mode in ("local", *modes):
-            mine = [r for r in results if r["set"] == set_name and r["metric"] == metric and r["mode"] == mode]
-            if mode != "local":  # compare on the rows every LLM mode has answered
-                answered = [{r["key"] for r in results if r["set"] == set_name and r["mode"] == m} for m in modes]
-                common = set.intersection(*answered) if answered else set()
-                mine = [r for r in mine if r["key"] in common]
-            ok = [r for r in mine if r.get("score") is not None]
-            failed = Counter(r.get("error") or "no score" for r in mine if r.get("score") is None)
-            if len({r["label"] for r in ok}) < 2:
+        of_slice = [r for r in results if r["set"] == set_name and r["metric"] == metric]
+        answered = [{r["key"] for r in of_slice if r["mode"] == m} for m in modes]
+        common = set.intersection(*answered) if answered else set()
+        candidates = [("local (slice)", [r for r in of_slice if r["mode"] == "local"], False)]
+        if common:
+            candidates.append(("local (paired)", [r for r in of_slice if r["mode"] == "local" and r["key"] in common],
+                               False))
+        for mode in modes:
+            own = [r for r in of_slice if r["mode"] == mode]
+            candidates.append((f"{mode} (paired)", [r for r in own if r["key"] in common], True))
+            if len(own) > len(common):
+                candidates.append((f"{mode} (all)", own, True))
+        for label, rows, llm in candidates:
+            line = _line(set_name, metric, label, rows, boot, llm)
+            if line is not None:
+                lines.append(line)
+    return lines
+
+
+def evidence_report(results: list[dict[str, Any]], modes: Sequence[str], boot: int) -> list[str]:
+    """The contradiction items real replies listed, what the evidence check kept and dropped, and
+    faithfulness with the check against what it would have been without it (same rows)."""
+    lines = ["| judge | faithfulness rows | items listed | kept | dropped: not in sources / quotes the answer / "
+             "no claim | rows the check changed | AUC with the check | AUC had dropped items counted |",
+             "|---|---:|---:|---:|---|---:|---|---|"]
+    for mode in modes:
+        rows = [r for r in results if r["mode"] == mode and r["metric"] == "faithfulness"
+                and not r["set"].startswith(PAIR_SET) and r.get("score") is not None and "score_unchecked" in r]
+        if not rows:
+            continue
+        kept = sum(sum(v["verdict"] == cv.CONTRADICTED for v in r.get("claim_verdicts") or []) for r in rows)
+        reasons = Counter(d["reason"] for r in rows for d in r.get("dropped") or [])
+        changed = sum(r["score"] != r["score_unchecked"] for r in rows)
+        cells = []
+        for key in ("score", "score_unchecked"):
+            if len({r["label"] for r in rows}) < 2:
+                cells.append("–")
                 continue
-            st = row_stats([r["label"] for r in ok], [r["score"] for r in ok], boot)
-            tokens = [r["prompt_tokens"] + r["completion_tokens"] for r in mine if mode != "local"]
-            walls = [r["wall_s"] for r in mine if mode != "local"]
-            fail = ", ".join(f"{k} {v}" for k, v in failed.items()) or "0"
-            lines.append(
-                f"| {set_name} | {metric} | {mode} | {st['n']} ({fail}) | {st['auc']:.3f} "
-                f"[{st['auc_ci'][0]:.2f}, {st['auc_ci'][1]:.2f}] | {st['ba']:.3f} | {st['best_ba']:.3f} "
-                f"| {sum(tokens) / len(tokens):.0f} | {sum(walls) / len(walls):.1f} |"
-                if tokens else
-                f"| {set_name} | {metric} | {mode} | {st['n']} ({fail}) | {st['auc']:.3f} "
-                f"[{st['auc_ci'][0]:.2f}, {st['auc_ci'][1]:.2f}] | {st['ba']:.3f} | {st['best_ba']:.3f} | – | – |"
-            )
+            st = row_stats([r["label"] for r in rows], [r[key] for r in rows], boot)
+            cells.append(f"{st['auc']:.3f} [{st['auc_ci'][0]:.2f}, {st['auc_ci'][1]:.2f}]")
+        lines.append(
+            f"| {mode} | {len(rows)} | {kept + sum(reasons.values())} | {kept} | "
+            f"{reasons.get(sc.INVALID_CONTRADICTION_NOT_IN_SOURCES, 0)} / "
+            f"{reasons.get(sc.INVALID_CONTRADICTION_QUOTES_ANSWER, 0)} / "
+            f"{reasons.get(sc.INVALID_CONTRADICTION_NO_CLAIM, 0)} "
+            f"| {changed} | {cells[0]} | {cells[1]} |")
+    return lines
+
+
+def pair_report(results: list[dict[str, Any]], modes: Sequence[str]) -> list[str]:
+    """One-edit pairs: per kind and judge, the share of copies scored lower than their original, the
+    median drop, and (LLM modes) the share whose copy has a contradicted claim its original has not."""
+    lines = ["| edit | judge | pairs (failed) | copy scored lower | median drop | a new contradicted claim |",
+             "|---|---|---:|---:|---:|---:|"]
+
+    def contradicted(r: dict[str, Any]) -> int:
+        return sum(v["verdict"] == cv.CONTRADICTED for v in r.get("claim_verdicts") or [])
+
+    for kind in PAIR_KINDS:
+        for mode in ("local", *modes):
+            sides: dict[str, dict[int, dict[str, Any]]] = {}
+            for r in results:
+                if r["set"] == PAIR_SET + kind and r["mode"] == mode:
+                    sides.setdefault(r["group"], {})[r["label"]] = r
+            both = [s for s in sides.values() if len(s) == 2]
+            scored = [s for s in both if s[0].get("score") is not None and s[1].get("score") is not None]
+            if not scored:
+                continue
+            drops = [s[1]["score"] - s[0]["score"] for s in scored]
+            new = "–" if mode == "local" else \
+                f"{sum(contradicted(s[0]) > contradicted(s[1]) for s in scored) / len(scored):.0%}"
+            lines.append(f"| {kind} | {mode} | {len(scored)} ({len(both) - len(scored)}) | "
+                         f"{sum(d > 1e-9 for d in drops) / len(drops):.0%} | {statistics.median(drops):.3f} | {new} |")
     return lines
 
 
@@ -208,6 +340,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n-ctx", type=int, default=4096)
     parser.add_argument("--data", help="bench data folder (default: $RAGMON_BENCHDATA, else .cache/benchdata)")
     parser.add_argument("--rows", type=int, default=60, help="rows per set x metric")
+    parser.add_argument("--pairs", type=int, default=0, help="one-edit pairs per kind (number, negation, name)")
     parser.add_argument("--modes", default="compact,parity")
     parser.add_argument("--sets", default="", help="comma-separated set names to run (default: every slice)")
     parser.add_argument("--timeout-s", type=float, default=900.0)
@@ -228,6 +361,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown set(s) {sorted(unknown)}; choose from {[s for s, _ in SLICES]}")
     slices = [(s, m) for s, m in SLICES if not chosen or s in chosen]
     rows = round_robin({f"{s}|{m}": select_slice(cases, s, m, args.rows) for s, m in slices})
+    rows += pair_cases(args.pairs, Path(args.data) if args.data else None) if args.pairs else []
     proc = None
     base_url = args.base_url
     if base_url is None and not args.report_only:
@@ -242,11 +376,17 @@ def main(argv: list[str] | None = None) -> int:
             proc.wait(timeout=30)
     modes = [m for m in args.modes.split(",") if m]
     lines = report(results, modes, args.bootstrap)
+    evidence = evidence_report(results, modes, args.bootstrap)
+    pairs = pair_report(results, modes)
     sets_flag = f" --sets {args.sets}" if args.sets else ""
     body = "\n".join([
         f"`python bench/judge_llm_table.py --rows {args.rows}{sets_flag}` with {args.model} (llama-cpp-python, "
         f"{args.threads} threads); slices of up to {args.rows} label-balanced rows per set; the LLM rows are "
-        "those every LLM mode answered, the local judge's all rows of the slice.", "", *lines, "",
+        "those every LLM mode answered (paired), and all of a mode's rows where it answered more.", "", *lines, "",
+        "Contradiction items in the real replies (faithfulness rows) and the evidence check "
+        "(`ragmon/scoring/llm/evidence.py`):", "", *evidence, "",
+        *(["One-edit pairs (held-out, `--pairs`), the same pairs for every judge:", "", *pairs, ""]
+          if len(pairs) > 2 else []),
         machine_line() + ".",
     ])
     print(body)

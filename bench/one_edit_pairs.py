@@ -162,11 +162,11 @@ def load_pairs(path: Path = PAIRS, benchdata: Path = BENCHDATA) -> list[dict[str
     edits; the texts are read from the RAGTruth dev sets, which it must match)."""
     rows: dict[str, dict[str, Any]] = {}
     for name in SETS:
-        for line in (benchdata / f"ragtruth_{name}_dev.jsonl").open(encoding="utf-8"):
+        for line in (benchdata / f"ragtruth_{name}_dev.jsonl").read_text(encoding="utf-8").splitlines():
             r = json.loads(line)
             rows[r["id"]] = r
     out = []
-    for line in path.open(encoding="utf-8"):
+    for line in path.read_text(encoding="utf-8").splitlines():
         p = json.loads(line)
         r = rows[p["row"]]
         if HELDOUT_ONLY and not heldout(r):

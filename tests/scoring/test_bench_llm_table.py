@@ -77,8 +77,8 @@ async def test_run_scores_every_row_and_resumes(bench: ModuleType, tmp_path: Pat
     assert {r["set"] for r in compact} == {s for s, _ in bench.SLICES}
     lines = bench.report(results, ["compact"], 50)
     body = [line for line in lines[2:] if line.startswith("| ")]
-    assert {line.split(" | ")[2] for line in body} == {"local", "compact"}
-    assert len(body) == 2 * len(bench.SLICES)
+    assert {line.split(" | ")[2] for line in body} == {"local (slice)", "local (paired)", "compact (paired)"}
+    assert len(body) == 3 * len(bench.SLICES)  # compact answered every row: no "(all)" line
 
 
 async def test_a_broken_reply_is_recorded_as_a_failure(bench: ModuleType, tmp_path: Path) -> None:
@@ -92,3 +92,57 @@ async def test_a_broken_reply_is_recorded_as_a_failure(bench: ModuleType, tmp_pa
         results = await bench.run(_args(out), server.base_url, rows)
     failed = [r for r in results if r["mode"] == "compact"]
     assert len(failed) == 1 and failed[0]["score"] is None and failed[0]["error"]
+
+
+async def test_contradictions_quoting_the_answer_are_dropped_recorded_and_reported(bench: ModuleType,
+                                                                                 tmp_path: Path) -> None:
+    """A reply whose contradiction evidence is the answer's own sentence: the bench records the
+    dropped item (from the evidence check's debug log) and what the score would have been without
+    the check, and the evidence table shows both."""
+    from tests.fakes.openai_server import Reply, compact_responder, fenced_payload
+
+    def quoting_the_answer(body: dict) -> Reply:
+        reply = compact_responder(body)
+        verdict = json.loads(reply.content or "{}")
+        first = next(iter(fenced_payload(body).get("answer_sentences", {}).values()), "")
+        if verdict.get("claims"):
+            verdict["claims"][0]["supported"] = True
+            verdict["contradicted"] = [{"claim": 1, "evidence": first, "reason": "the answer says so"}]
+        return Reply.json(verdict)
+
+    cases = bench.load_cases(DATA)
+    rows = bench.select_slice(cases, "ragtruth_qa", "faithfulness", 4)
+    async with FakeOpenAI() as server:
+        server.responder = quoting_the_answer
+        results = await bench.run(_args(tmp_path / "table.jsonl"), server.base_url, rows)
+    compact = [r for r in results if r["mode"] == "compact"]
+    assert len(compact) == 4 and all(r["error"] is None for r in compact)
+    answer_quoted = {"evidence_not_in_sources", "evidence_quotes_answer"}  # the first where no context is close
+    for r in compact:
+        assert len(r["dropped"]) == 1 and r["dropped"][0]["reason"] in answer_quoted
+        assert r["dropped"][0]["claim_index"] == 0 and r["dropped"][0]["evidence"] == r["claims"][0]["claim"]
+        assert r["invalid_contradictions"] == {r["dropped"][0]["reason"]: 1}
+        assert not any(v["verdict"] == "contradicted" for v in r["claim_verdicts"])
+        assert r["score_unchecked"] < r["score"]  # counted, the quote would have capped the score
+    table = bench.evidence_report(results, ["compact"], 50)
+    cells = table[2].split(" | ")
+    assert cells[:4] == ["| compact", "4", "4", "0"] and cells[5] == "4"
+    not_in_sources, quotes_answer, no_claim = (int(x) for x in cells[4].split(" / "))
+    assert not_in_sources + quotes_answer == 4 and no_claim == 0
+
+
+async def test_one_edit_pairs_are_scored_side_by_side(bench: ModuleType, tmp_path: Path) -> None:
+    pytest.importorskip("one_edit_pairs")
+    cases = bench.pair_cases(1, DATA)
+    assert [c.set for c in cases] == [bench.PAIR_SET + k for k in bench.PAIR_KINDS for _ in (0, 1)]
+    for original, edited in zip(cases[::2], cases[1::2], strict=True):
+        assert (original.label, edited.label) == (1, 0) and original.group == edited.group
+        assert original.contexts == edited.contexts and original.answer != edited.answer
+    async with FakeOpenAI() as server:
+        results = await bench.run(_args(tmp_path / "table.jsonl"), server.base_url, cases)
+    assert len(server.chat_requests) == len(cases)
+    table = bench.pair_report(results, ["compact"])
+    rows = [line.split(" | ") for line in table[2:]]
+    assert [(r[0], r[1], r[2]) for r in rows] == [(f"| {k}", judge, "1 (0)") for k in bench.PAIR_KINDS
+                                                 for judge in ("local", "compact")]
+    assert bench.report(results, ["compact"], 50)[2:] == []  # pairs stay out of the cross-dataset table

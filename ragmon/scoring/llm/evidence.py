@@ -27,6 +27,7 @@ synchronous.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -37,6 +38,8 @@ from typing import Final
 
 from ... import semconv as sc
 from .verdicts import CompactVerdict
+
+log = logging.getLogger(__name__)
 
 MIN_CONTAINMENT: Final = 0.8  # share of the quote's tokens found in order inside one context window
 MIN_TOKENS: Final = 3  # a shorter quote ("19", "not") is not a sentence of evidence
@@ -169,4 +172,8 @@ def checked(verdict: CompactVerdict, contexts: Sequence[str], answer_sentences: 
         else:
             assert result.reason is not None
             invalid[result.reason] = invalid.get(result.reason, 0) + 1
+            # counted above; the text only at debug level (it is the user's data)
+            log.debug("contradiction item dropped (%s): claim %d %.200r, evidence %.200r",
+                      result.reason, i, claim, evidence,
+                      extra={"claim_index": i, "drop_reason": result.reason, "claim": claim, "evidence": evidence})
     return dataclasses.replace(verdict, contradicted=kept, invalid_contradictions=invalid)
