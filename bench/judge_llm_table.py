@@ -19,7 +19,7 @@ Scores read per metric: faithfulness (an answer without claims counts 1.0, as in
 ``bench/judge_llm.py``); answer relevancy; context relevance = the judge's verdict on the single
 context (1.0 relevant, 0.0 not). Columns: n scored (failures), ROC AUC with a bootstrap 95 %
 interval, balanced accuracy at the default threshold 0.5, best balanced accuracy over thresholds.
-The markdown goes to docs/judges.md between ``<!-- llm-table:start -->`` and ``<!-- llm-table:end -->``.
+The markdown goes to docs/benchmarks.md between ``<!-- llm-table:start -->`` and ``<!-- llm-table:end -->``.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ from ragmon.scoring.local import LocalJudge  # noqa: E402
 from ragmon.scoring.metrics import formulas  # noqa: E402
 from ragmon.types import Document, RagTrace  # noqa: E402
 
-DOC = ROOT / "docs" / "judges.md"
+DOC = ROOT / "docs" / "benchmarks.md"
 # (set, metric) slices, in the order rows are taken round-robin
 SLICES = (
     ("ragtruth_qa", "faithfulness"),
@@ -220,6 +220,7 @@ async def run(args: argparse.Namespace, base_url: str | None, rows: list[Case]) 
                     rec.update(score=None, calls=0, prompt_tokens=0, completion_tokens=0, error=exc.reason,
                                message=str(exc)[:200])
                 rec["wall_s"] = round(time.perf_counter() - started, 2)
+                rec["at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
                 record(rec)
                 print(json.dumps({k: v for k, v in rec.items() if k != "claims"}), file=sys.stderr)
     finally:
@@ -379,6 +380,8 @@ def main(argv: list[str] | None = None) -> int:
     evidence = evidence_report(results, modes, args.bootstrap)
     pairs = pair_report(results, modes)
     sets_flag = f" --sets {args.sets}" if args.sets else ""
+    stamps = sorted(r["at"] for r in results if r.get("at"))
+    when = f"Measured {stamps[0]} – {stamps[-1]} (UTC) on " if stamps else "On "
     body = "\n".join([
         f"`python bench/judge_llm_table.py --rows {args.rows}{sets_flag}` with {args.model} (llama-cpp-python, "
         f"{args.threads} threads); slices of up to {args.rows} label-balanced rows per set; the LLM rows are "
@@ -387,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
         "(`ragmon/scoring/llm/evidence.py`):", "", *evidence, "",
         *(["One-edit pairs (held-out, `--pairs`), the same pairs for every judge:", "", *pairs, ""]
           if len(pairs) > 2 else []),
-        machine_line() + ".",
+        when + machine_line() + ".",
     ])
     print(body)
     if not args.no_write:
