@@ -247,8 +247,8 @@ def _line(set_name: str, metric: str, label: str, rows: list[dict[str, Any]], bo
 
 
 def report(results: list[dict[str, Any]], modes: Sequence[str], boot: int) -> list[str]:
-    """Per slice: the local judge on all its rows and on the rows every LLM mode answered, each LLM
-    mode on those paired rows, and on all its own rows where it answered more."""
+    """Per slice: the local judge on all its rows; each LLM mode on the rows it answered, beside the
+    local judge on the same rows; with several modes, each on the rows every mode answered (paired)."""
     lines = [
         "| set | metric | judge (rows) | n scored (failed) | AUC [95 % CI] | bal. acc. @0.5 | best bal. acc. "
         "| tokens / row | wall s / row |",
@@ -258,15 +258,17 @@ def report(results: list[dict[str, Any]], modes: Sequence[str], boot: int) -> li
         of_slice = [r for r in results if r["set"] == set_name and r["metric"] == metric]
         answered = [{r["key"] for r in of_slice if r["mode"] == m} for m in modes]
         common = set.intersection(*answered) if answered else set()
-        candidates = [("local (slice)", [r for r in of_slice if r["mode"] == "local"], False)]
-        if common:
-            candidates.append(("local (paired)", [r for r in of_slice if r["mode"] == "local" and r["key"] in common],
-                               False))
+        local = [r for r in of_slice if r["mode"] == "local"]
+        candidates = [("local (slice)", local, False)]
         for mode in modes:
             own = [r for r in of_slice if r["mode"] == mode]
-            candidates.append((f"{mode} (paired)", [r for r in own if r["key"] in common], True))
-            if len(own) > len(common):
-                candidates.append((f"{mode} (all)", own, True))
+            keys = {r["key"] for r in own}
+            candidates += [(f"local ({mode}'s rows)", [r for r in local if r["key"] in keys], False),
+                           (mode, own, True)]
+        if len(modes) > 1 and common:
+            candidates.append(("local (paired)", [r for r in local if r["key"] in common], False))
+            candidates += [(f"{m} (paired)", [r for r in of_slice if r["mode"] == m and r["key"] in common], True)
+                           for m in modes]
         for label, rows, llm in candidates:
             line = _line(set_name, metric, label, rows, boot, llm)
             if line is not None:
@@ -384,8 +386,9 @@ def main(argv: list[str] | None = None) -> int:
     when = f"Measured {stamps[0]} – {stamps[-1]} (UTC) on " if stamps else "On "
     body = "\n".join([
         f"`python bench/judge_llm_table.py --rows {args.rows}{sets_flag}` with {args.model} (llama-cpp-python, "
-        f"{args.threads} threads); slices of up to {args.rows} label-balanced rows per set; the LLM rows are "
-        "those every LLM mode answered (paired), and all of a mode's rows where it answered more.", "", *lines, "",
+        f"{args.threads} threads); slices of up to {args.rows} label-balanced rows per set; each LLM mode on "
+        "the rows it answered (failed rows count in the tokens and wall time columns; a failed reply's tokens are not "
+        "reported back, so they count 0), beside the local judge on the same rows.", "", *lines, "",
         "Contradiction items in the real replies (faithfulness rows) and the evidence check "
         "(`ragmon/scoring/llm/evidence.py`):", "", *evidence, "",
         *(["One-edit pairs (held-out, `--pairs`), the same pairs for every judge:", "", *pairs, ""]

@@ -77,8 +77,8 @@ async def test_run_scores_every_row_and_resumes(bench: ModuleType, tmp_path: Pat
     assert {r["set"] for r in compact} == {s for s, _ in bench.SLICES}
     lines = bench.report(results, ["compact"], 50)
     body = [line for line in lines[2:] if line.startswith("| ")]
-    assert {line.split(" | ")[2] for line in body} == {"local (slice)", "local (paired)", "compact (paired)"}
-    assert len(body) == 3 * len(bench.SLICES)  # compact answered every row: no "(all)" line
+    assert {line.split(" | ")[2] for line in body} == {"local (slice)", "local (compact's rows)", "compact"}
+    assert len(body) == 3 * len(bench.SLICES)  # one mode: no paired lines
 
 
 async def test_a_broken_reply_is_recorded_as_a_failure(bench: ModuleType, tmp_path: Path) -> None:
@@ -146,3 +146,20 @@ async def test_one_edit_pairs_are_scored_side_by_side(bench: ModuleType, tmp_pat
     assert [(r[0], r[1], r[2]) for r in rows] == [(f"| {k}", judge, "1 (0)") for k in bench.PAIR_KINDS
                                                  for judge in ("local", "compact")]
     assert bench.report(results, ["compact"], 50)[2:] == []  # pairs stay out of the cross-dataset table
+
+
+def test_report_puts_each_mode_beside_the_local_judge_on_the_same_rows(bench: ModuleType) -> None:
+    def rec(key: str, label: int, mode: str, score: float) -> dict:
+        return {"key": key, "set": "ragtruth_qa", "metric": "faithfulness", "label": label, "mode": mode,
+                "score": score, "prompt_tokens": 100, "completion_tokens": 10, "wall_s": 1.0, "error": None}
+
+    keys = [("a", 0), ("b", 1), ("c", 0), ("d", 1), ("e", 0), ("f", 1)]
+    results = [rec(k, y, "local", 0.2 + 0.6 * y) for k, y in keys]
+    results += [rec(k, y, "compact", 0.5) for k, y in keys[:4]]
+    results += [rec(k, y, "parity", 0.5) for k, y in keys[:2]]
+    rows = [line.split(" | ") for line in bench.report(results, ["compact", "parity"], 20)[2:]]
+    assert [(r[2], r[3]) for r in rows] == [
+        ("local (slice)", "6 (0)"), ("local (compact's rows)", "4 (0)"), ("compact", "4 (0)"),
+        ("local (parity's rows)", "2 (0)"), ("parity", "2 (0)"),
+        ("local (paired)", "2 (0)"), ("compact (paired)", "2 (0)"), ("parity (paired)", "2 (0)"),
+    ]
