@@ -70,15 +70,17 @@ PAIR_SET = "one_edit_"  # + kind: the pairs' sides, kept out of the cross-datase
 
 def pair_cases(per_kind: int, data: Path | None = None) -> list[Case]:
     """``per_kind`` held-out one-edit pairs of each kind (``bench/one_edit_pairs.py``), in sha256
-    order of their id, as two cases each: the original (label 1) and its edited copy (label 0),
-    side by side; ``group`` is the pair's id."""
+    order of their id, the kinds taken in turn (a time-limited run covers each), as two cases each:
+    the original (label 1) and its edited copy (label 0), side by side; ``group`` is the pair's id."""
     from one_edit_pairs import load_pairs
 
     pairs = load_pairs() if data is None else load_pairs(benchdata=data)
     pairs.sort(key=lambda p: hashlib.sha256(p["id"].encode()).hexdigest())
+    by_kind = [[p for p in pairs if p["kind"] == kind][:per_kind] for kind in PAIR_KINDS]
     out: list[Case] = []
-    for kind in PAIR_KINDS:
-        for p in [p for p in pairs if p["kind"] == kind][:per_kind]:
+    for i in range(per_kind):
+        for p in [ps[i] for ps in by_kind if i < len(ps)]:
+            kind = p["kind"]
             for label, answer in ((1, p["answer"]), (0, p["edited"])):
                 out.append(Case(set=PAIR_SET + kind, metric="faithfulness", group=p["id"], question=p["question"],
                                 contexts=list(p["contexts"]), answer=answer, label=label))
@@ -391,7 +393,8 @@ def main(argv: list[str] | None = None) -> int:
         "reported back, so they count 0), beside the local judge on the same rows.", "", *lines, "",
         "Contradiction items in the real replies (faithfulness rows) and the evidence check "
         "(`ragmon/scoring/llm/evidence.py`):", "", *evidence, "",
-        *(["One-edit pairs (held-out, `--pairs`), the same pairs for every judge:", "", *pairs, ""]
+        *(["One-edit pairs (held-out, `--pairs`): the local judge on every pair chosen, an LLM mode on the pairs "
+           "it finished (a pair with a failed side counts as failed):", "", *pairs, ""]
           if len(pairs) > 2 else []),
         when + machine_line() + ".",
     ])

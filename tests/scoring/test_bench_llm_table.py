@@ -135,6 +135,8 @@ async def test_one_edit_pairs_are_scored_side_by_side(bench: ModuleType, tmp_pat
     pytest.importorskip("one_edit_pairs")
     cases = bench.pair_cases(1, DATA)
     assert [c.set for c in cases] == [bench.PAIR_SET + k for k in bench.PAIR_KINDS for _ in (0, 1)]
+    two = bench.pair_cases(2, DATA)  # the kinds in turn: a time-limited run covers each
+    assert [c.set for c in two[::2]] == [bench.PAIR_SET + k for _ in (0, 1) for k in bench.PAIR_KINDS]
     for original, edited in zip(cases[::2], cases[1::2], strict=True):
         assert (original.label, edited.label) == (1, 0) and original.group == edited.group
         assert original.contexts == edited.contexts and original.answer != edited.answer
