@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
 import time
@@ -26,23 +25,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from retrievers.harness import cpu_model  # noqa: E402
+
 from bench._benchdata import benchdata_file  # noqa: E402
 from ragmon.scoring.local import LocalJudge  # noqa: E402
 from ragmon.scoring.reader.data import ragtruth_fold  # noqa: E402
 
 
 def cpu() -> str:
-    model, flags = platform.processor() or "unknown", set()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-            if line.startswith("flags"):
-                flags = set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    wanted = [f for f in ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8") if f in flags]
-    return f"{model}; {' '.join(wanted) or 'no avx2'}; {os.cpu_count()} logical CPUs"
+    return f"{cpu_model()}; {os.cpu_count()} logical CPUs"
 
 
 def main(argv: list[str] | None = None) -> int:
