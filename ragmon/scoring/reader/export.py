@@ -1,8 +1,9 @@
 """The trained reader to the shipped file: ONNX (torch's exporter), then int8 weights with
-onnxruntime's dynamic quantization, then a check that the int8 model says what the trained one
-says on probe pairs, and the model card.
+onnxruntime's dynamic quantization, then the attention's NaN guards removed (``without_nan_guards``),
+then a check that the int8 model says what the trained one says on probe pairs, and the model card.
 
     python -m ragmon.scoring.reader.export --checkpoint .cache/reader/best
+    python -m ragmon.scoring.reader.export --only-rewrite   # the NaN guards out of the shipped file
 
 Writes ``assets/reader-int8.onnx``, ``assets/reader-card.json`` (sources, command, metrics, the
 probe pairs with the fp32 and int8 probabilities) and prints the file's sha256, which goes into
@@ -43,13 +44,41 @@ PROBES = (
 )
 
 
+def without_nan_guards(model: bytes) -> tuple[bytes, int]:
+    """The model without the exporter's ``Where(IsNaN(softmax), 0, softmax)`` after each attention
+    softmax, and how many were removed. A softmax row is NaN only when all its keys are masked, which
+    the reader's feeds never hold (every row has its [CLS] and [SEP] tokens), so the outputs are
+    bit-identical; the guard's broadcast ``Where`` on every attention matrix was a fifth of the run."""
+    from ..local.onnx_int8 import graph_of, load
+
+    proto = load(model)
+    g = graph_of(proto)
+    dropped: set[int] = set()
+    rename: dict[str, str] = {}
+    for where in g.nodes:
+        isnan = g.producer.get(where.input[0]) if where.op_type == "Where" and len(where.input) == 3 else None
+        if (isnan is not None and isnan.op_type == "IsNaN" and isnan.input[0] == where.input[2]
+                and g.uses(isnan.output[0]) == 1):
+            dropped |= {id(where), id(isnan)}
+            rename[where.output[0]] = where.input[2]
+    if not dropped:
+        return model, 0
+    kept = [n for n in g.nodes if id(n) not in dropped]
+    for node in kept:
+        node.input[:] = [rename.get(name, name) for name in node.input]
+    read = {name for node in kept for name in node.input} | {o.name for o in proto.graph.output}
+    kept = [n for n in kept if n.op_type != "Constant" or n.output[0] in read]  # the guards' zeros
+    del proto.graph.node[:]
+    proto.graph.node.extend(kept)
+    return proto.SerializeToString(), len(dropped) // 2
+
+
 def export(checkpoint: Path, out_dir: Path = ASSETS, opset: int = 17) -> dict[str, Any]:
     import onnx
     import torch
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from transformers import AutoTokenizer, BertForSequenceClassification
 
-    from .model import Reader
     from .train import MAX_LENGTH
 
     model = BertForSequenceClassification.from_pretrained(checkpoint).eval()
@@ -71,12 +100,41 @@ def export(checkpoint: Path, out_dir: Path = ASSETS, opset: int = 17) -> dict[st
         onnx.checker.check_model(str(fp32_path))
         target = out_dir / MODEL_FILE
         quantize_dynamic(str(fp32_path), str(target), weight_type=QuantType.QInt8, per_channel=True)
-    reader = Reader(target, sha256=None)
-    int8 = reader.read(list(PROBES))
+    rewrite(target)
+    return probed(target, fp32)
+
+
+def probed(target: Path, fp32: np.ndarray) -> dict[str, Any]:
+    """The shipped file's card entries: its sha256 and size, and its probabilities on the probe pairs
+    beside the trained model's (``fp32``), as the judge runs it."""
+    from .model import Reader
+
+    int8 = Reader(target, sha256=None).read(list(PROBES))
     probes = [{"premise": p, "claim": h, "fp32": [round(float(x), 5) for x in f],
                "int8": [round(float(x), 5) for x in i]} for (p, h), f, i in zip(PROBES, fp32, int8, strict=True)]
     return {"sha256": file_sha256(target), "bytes": target.stat().st_size, "probes": probes,
             "max_abs_diff": float(np.abs(fp32 - int8).max())}
+
+
+def rewrite(path: Path) -> int:
+    """``without_nan_guards`` on the model file at ``path``, in place; how many guards it removed."""
+    lean, removed = without_nan_guards(path.read_bytes())
+    if removed:
+        path.write_bytes(lean)
+    return removed
+
+
+def rewrite_shipped(out_dir: Path) -> dict[str, Any]:
+    """The NaN guards out of an already exported file, its card's sha256, size and int8 probes rerun
+    (the trained model's probabilities come from the card: no torch needed)."""
+    card: dict[str, Any] = json.loads((out_dir / CARD_FILE).read_text(encoding="utf-8"))
+    target = out_dir / MODEL_FILE
+    rewrite(target)
+    result = probed(target, np.array([p["fp32"] for p in card["probes"]]))
+    card.update(sha256=result["sha256"], bytes=result["bytes"], probes=result["probes"],
+                probe_max_abs_diff_fp32_vs_int8=result["max_abs_diff"])
+    (out_dir / CARD_FILE).write_text(json.dumps(card, indent=1) + "\n", encoding="utf-8")
+    return result
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -85,9 +143,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out-dir", type=Path, default=ASSETS)
     ap.add_argument("--train-log", type=Path, nargs="*", default=None,
                     help="train_log.jsonl of each stage (default: the one beside the checkpoint)")
+    ap.add_argument("--only-rewrite", action="store_true",
+                    help="only remove the NaN guards from the file in --out-dir and rerun its card's probes (no torch)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    result = export(args.checkpoint, args.out_dir)
+    result = rewrite_shipped(args.out_dir) if args.only_rewrite else export(args.checkpoint, args.out_dir)
+    log.info("wrote %s (%d bytes, sha256 %s); probe max |fp32 - int8| %.4f", args.out_dir / MODEL_FILE,
+             result["bytes"], result["sha256"], result["max_abs_diff"])
+    if args.only_rewrite:
+        return 0
     logs = args.train_log or [args.checkpoint.parent / "train_log.jsonl"]
     stages = [[json.loads(line) for line in log.read_text().splitlines()] for log in logs if log.exists()]
     card = {
@@ -103,8 +167,6 @@ def main(argv: list[str] | None = None) -> int:
         "probes": result["probes"], "probe_max_abs_diff_fp32_vs_int8": result["max_abs_diff"],
     }
     (args.out_dir / CARD_FILE).write_text(json.dumps(card, indent=1) + "\n", encoding="utf-8")
-    log.info("wrote %s (%d bytes, sha256 %s); probe max |fp32 - int8| %.4f", args.out_dir / MODEL_FILE,
-             result["bytes"], result["sha256"], result["max_abs_diff"])
     return 0
 
 

@@ -23,7 +23,7 @@ MAX_TOKENS = 192  # the length the reader was trained with (train.MAX_LENGTH)
 SUPPORTED, UNSUPPORTED, CONTRADICTED = 0, 1, 2
 MODEL_FILE = "reader-int8.onnx"
 # sha256 of the shipped file: written by export.py's run (docs/judges.md#the-reader)
-READER_SHA256 = "1770f60e7df8ac6ff53aa8ec6cdde9edf49b760bf23ab1e71f6b5f6304f7b71b"
+READER_SHA256 = "6ad51d015608c53f3e7c09b8e29d089ee6963d7af18be09f8c8b8706919b674d"
 
 
 def bundled_path() -> Path:
@@ -41,7 +41,9 @@ class Reader:
         verified(str(path), sha256 or None, "reader model")
         self.path = path
         self.sha256 = sha256 or file_sha256(path)
-        self._runner = OnnxRunner(path, threads=threads, name="reader model")
+        # onnxruntime's fused SkipLayerNormalization is slower than its parts here (as for the embedder)
+        self._runner = OnnxRunner(path, threads=threads, name="reader model",
+                                  disabled_optimizers=["SkipLayerNormFusion"])
         if "token_type_ids" not in self._runner.input_names:
             raise ModelError(f"{path} is not a sentence-pair model (no token_type_ids input)")
         tokenizer_json = resources.files("ragmon.scoring.local").joinpath("assets/minilm-tokenizer.json")
@@ -51,6 +53,7 @@ class Reader:
         self._batch_size = batch_size
         self._lock = threading.Lock()
         self.tokens_read = 0  # tokens run through the model: the reader's cost (bench/judge_cost.py)
+        self.pairs_read = 0
 
     def read(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         if not pairs:
@@ -60,6 +63,7 @@ class Reader:
         ids = [np.asarray(e.ids, dtype=np.int64) for e in encodings]
         types = [np.asarray(e.type_ids, dtype=np.int64) for e in encodings]
         out = np.zeros((len(pairs), 3), dtype=np.float32)
+        self.pairs_read += len(pairs)
         for idx in length_buckets([len(x) for x in ids], self._batch_size):
             feeds, lengths = padded([ids[i] for i in idx], [types[i] for i in idx])
             (logits,) = self._runner.run(["logits"], feeds)
