@@ -99,13 +99,14 @@ def extract(judge: LocalJudge, r: dict[str, Any]) -> dict[str, Any]:
         return {"base": None}
     supports = [local_model.claim_support(e) for e in a.evidence]
     base = local_model.faithfulness(a.evidence, supports, a.shape, cap=False)  # capped after the stack
-    verdicts = [reader_verdicts.verdict(e.claim, rd, e.contradiction(), e.evidence)
-                for e, rd in zip(a.evidence, a.readings, strict=True) if not e.about_sources]
-    a_evidence = [e for e in a.evidence if not e.about_sources]
-    return {"base": base, "reader": reader_verdicts.answer_features(a.readings), "claims": len(verdicts),
+    # the claims the reader read (not a statement about the passages, a changed fact, a filler)
+    read = [(e, rd) for e, rd in zip(a.evidence, a.readings, strict=True) if rd is not None]
+    verdicts = [reader_verdicts.verdict(e.claim, rd, e.contradiction(), e.evidence) for e, rd in read]
+    return {"base": base, "reader": reader_verdicts.answer_features(a.readings),
+            "claims": sum(not e.about_sources for e in a.evidence),
             "lexical_contradicted": sum(e.contradiction() is not None for e in a.evidence),
             "reader_only_contradicted": sum(v.verdict == claim_verdicts.CONTRADICTED and e.contradiction() is None
-                                            for v, e in zip(verdicts, a_evidence, strict=True))}
+                                            for v, (e, _) in zip(verdicts, read, strict=True))}
 
 
 def extract_all(data_rows: list[dict[str, Any]], judge: LocalJudge) -> list[dict[str, Any]]:

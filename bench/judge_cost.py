@@ -6,9 +6,9 @@ the same machine state; one scoring thread each, as the agent's judge pool runs 
     python bench/judge_cost.py [--rows 60] [--rounds 3]
 
 Prints the CPU model and flags, ms per trace (median over rounds of the per-round mean), the
-reader's share, and the reader's cost per claim and per 1,000 tokens it read: the reader runs one
-pair per claim (its premise window), so its cost grows with claims x window tokens, never with
-all context sentences. Results: docs/judges.md#cost.
+share of claims the reader read (``reader.verdicts.worth_reading``), and its cost per claim read and
+per 1,000 tokens: the reader runs one pair per claim read (its premise window), so its cost grows with
+claims x window tokens, never with all context sentences. Results: docs/judges.md#the-reader.
 """
 
 from __future__ import annotations
@@ -48,7 +48,8 @@ def main(argv: list[str] | None = None) -> int:
         judge.score_sync(rows[0]["question"], rows[0]["contexts"], rows[0]["answer"])
     assert with_reader.reader is not None
     per: dict[str, list[float]] = {"without reader": [], "with reader": []}
-    read_s, tokens0 = with_reader.stage_seconds["read"], with_reader.reader.tokens_read
+    read_s, tokens0, pairs0 = (with_reader.stage_seconds["read"], with_reader.reader.tokens_read,
+                               with_reader.reader.pairs_read)
     claims = 0
     for _ in range(args.rounds):
         for name, judge in (("without reader", without), ("with reader", with_reader)):
@@ -60,14 +61,15 @@ def main(argv: list[str] | None = None) -> int:
             per[name].append((time.process_time() - t0) / len(rows) * 1000)
     read_ms = (with_reader.stage_seconds["read"] - read_s) * 1000
     tokens = with_reader.reader.tokens_read - tokens0
+    pairs = with_reader.reader.pairs_read - pairs0
     base, full = statistics.median(per["without reader"]), statistics.median(per["with reader"])
     print(f"CPU: {cpu()}")
     print(f"{len(rows)} RAGTruth QA traces x {args.rounds} rounds, one thread, CPU time per trace")
     print("| judge | ms / trace | ratio |\n| --- | ---: | ---: |")
     print(f"| local, without reader | {base:.1f} | 1.00 |\n| local, with reader | {full:.1f} | {full / base:.2f} |")
-    print(f"reader: {claims / (len(rows) * args.rounds):.1f} claims/trace, {tokens / claims:.0f} tokens/claim, "
-          f"{read_ms / claims:.1f} ms/claim, {read_ms / tokens * 1000:.1f} ms per 1,000 tokens (wall time of the "
-          f"read stage)")
+    print(f"reader: {claims / (len(rows) * args.rounds):.1f} claims/trace, {pairs / claims:.0%} of them read, "
+          f"{tokens / pairs:.0f} tokens/claim read, {read_ms / pairs:.1f} ms/claim read, "
+          f"{read_ms / tokens * 1000:.1f} ms per 1,000 tokens (wall time of the read stage)")
     return 0
 
 

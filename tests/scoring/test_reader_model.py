@@ -91,3 +91,53 @@ def test_a_negated_answer_gets_a_contradicted_verdict_with_its_evidence(judge: L
     assert faithful.details[cv.DETAIL_KEY][0]["verdict"] == cv.SUPPORTED
     assert negated.values["faithfulness"] < faithful.values["faithfulness"]
     assert judge.identity.version.endswith("+reader." + model.READER_SHA256[:12])
+
+
+def test_the_reader_reads_only_claims_whose_verdict_it_can_change(judge: LocalJudge) -> None:
+    filler, negated = "Sure, happy to help!", "Customers cannot return unused items within 30 days for a full refund."
+    # read without the lexical checks' verdicts: the filler's window holds none of its words, so it is
+    # not read; the restated negated claim is, and the reader alone calls it contradicted
+    skipped, reading = judge._analyser.read([filler, negated], CONTEXTS)
+    assert skipped is None
+    assert reading is not None and reading.window.overlap >= verdicts.MIN_OVERLAP and reading.contradicted
+    read_verdict = verdicts.verdict(negated, reading, None, "")
+    assert read_verdict.verdict == cv.CONTRADICTED and read_verdict.reason.startswith("reader: contradicted")
+    # a claim the lexical checks already decide is not read: their verdict stands
+    assert judge._analyser.read([negated], CONTEXTS, decided=[True]) == [None]
+    answer = f"{filler} {negated} Orders placed before noon are shipped within 5 days."
+    analysis = judge.analyse("Can I return items?", CONTEXTS, answer)
+    assert analysis.claims == [filler, negated, "Orders placed before noon are shipped within 5 days."]
+    assert analysis.readings == (None, None, None)  # a filler, a flipped negation and a changed number
+    details = judge.score_sync("Can I return items?", CONTEXTS, answer).details[cv.DETAIL_KEY]
+    assert [v["verdict"] for v in details] == [cv.SUPPORTED, cv.CONTRADICTED, cv.CONTRADICTED]
+    assert details[2]["reason"] == "number(s) not in contexts: 5"
+
+
+def test_features_cover_only_the_claims_read() -> None:
+    assert verdicts.answer_features([None, _reading(0.2, 0.1, 0.7), None]) == verdicts.answer_features(
+        [_reading(0.2, 0.1, 0.7)])
+    assert verdicts.answer_features([None])["reader_min_support"] == 1.0
+
+
+def test_the_nan_guards_come_out_with_the_same_outputs() -> None:
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    from ragmon.scoring.reader.export import without_nan_guards
+
+    zero = helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0])
+    nodes = [helper.make_node("Softmax", ["x"], ["p"]), helper.make_node("IsNaN", ["p"], ["nan"]),
+             helper.make_node("Constant", [], ["z"], value=zero), helper.make_node("Where", ["nan", "z", "p"], ["g"]),
+             helper.make_node("MatMul", ["g", "x"], ["y"])]
+    graph = helper.make_graph(nodes, "guarded", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 4])])
+    guarded = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    lean, removed = without_nan_guards(guarded)
+    assert removed == 1
+    assert [n.op_type for n in onnx.load_from_string(lean).graph.node] == ["Softmax", "MatMul"]
+    x = np.random.default_rng(0).normal(size=(4, 4)).astype(np.float32)
+    run = [ort.InferenceSession(m, providers=["CPUExecutionProvider"]).run(["y"], {"x": x})[0] for m in (guarded, lean)]
+    assert np.array_equal(run[0], run[1])
+    # the shipped file has none left
+    assert without_nan_guards(model.bundled_path().read_bytes())[1] == 0

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..reader.model import Reader
-from ..reader.verdicts import ClaimReading, readings
-from ..reader.windows import claim_window, context_sentences, short_claim
+from ..reader.verdicts import ClaimReading, readings, worth_reading
+from ..reader.windows import claim_window, context_sentences, sentence_words, short_claim
 from ..text import content_tokens, split_sentences, stem, words
 from . import attribution
 from . import model as local_model
@@ -44,7 +44,8 @@ class Analysis:
     question: str | None = None
     answer: str | None = None
     shape: local_model.TraceShape = _PLAIN
-    readings: tuple[ClaimReading, ...] = ()  # the trained reader's view of each claim (empty without it)
+    # the trained reader's view of each claim (None: not read, the judge's verdict stands; empty without it)
+    readings: tuple[ClaimReading | None, ...] = ()
 
 
 class Analyser:
@@ -97,7 +98,8 @@ class Analyser:
             token_scores,
         )
         t3 = time.perf_counter()
-        claim_readings = self.read(claims, used_contexts)
+        decided = [e.about_sources or e.contradiction() is not None for e in evidence]
+        claim_readings = self.read(claims, used_contexts, decided)
         t4 = time.perf_counter()
         self._add_time("split", t1 - t0)
         self._add_time("embed", t2 - t1)
@@ -123,18 +125,25 @@ class Analyser:
             readings=tuple(claim_readings),
         )
 
-    def read(self, claims: Sequence[str], sources: Sequence[str]) -> list[ClaimReading]:
-        """The reader's probabilities for each claim against its premise window of ``sources``'
-        sentences: one model run per claim, never per sentence pair."""
+    def read(self, claims: Sequence[str], sources: Sequence[str],
+             decided: Sequence[bool] | None = None) -> list[ClaimReading | None]:
+        """The reader's probabilities for each claim worth reading (``verdicts.worth_reading``; ``decided``:
+        the claims the lexical checks decide) against its premise window of ``sources``' sentences: one
+        model run per claim read, never per sentence pair; None for a claim not read."""
         if self.reader is None or not claims or not sources:
             return []
         sentences = context_sentences(sources)
         # the claim without its attribution and citation markers ("(Passage 7)" is not a fact the
         # window must hold; the training pairs carried them, the next training drops them too)
         cores = [attribution.core(c) or c for c in claims]
-        windows = [claim_window(c, sentences) for c in cores]
-        probs = self.reader.read([(w.text, short_claim(c)) for c, w in zip(cores, windows, strict=True)])
-        return readings(probs, windows)
+        held = sentence_words(sentences)
+        windows = [claim_window(c, sentences, words=held) for c in cores]
+        todo = [i for i, w in enumerate(windows) if worth_reading(w, bool(decided and decided[i]))]
+        probs = self.reader.read([(windows[i].text, short_claim(cores[i])) for i in todo])
+        out: list[ClaimReading | None] = [None] * len(claims)
+        for i, reading in zip(todo, readings(probs, [windows[i] for i in todo]), strict=True):
+            out[i] = reading
+        return out
 
     def support(
         self, claims: list[str], sources: Sequence[str], question: str | None

@@ -80,10 +80,9 @@ def _faithfulness(analysis: Analysis, details: ScoreDetails, profile: JudgeProfi
     score = local_model.faithfulness(evidence, supports, analysis.shape, weights, threshold,
                                      cap=not analysis.readings)
     if analysis.readings:
-        # a statement about the passages ("the passages do not say") is not a claim the reader can
-        # read against them: the lexical verdict stands
-        verdicts = [_verdict(e, s) if e.about_sources else reader_verdicts.verdict(e.claim, r, e.contradiction(),
-                                                                                  e.evidence)
+        # a claim the reader did not read (a statement about the passages, a changed fact the lexical
+        # checks name, a filler its window does not restate) keeps the judge's own verdict
+        verdicts = [_verdict(e, s) if r is None else reader_verdicts.verdict(e.claim, r, e.contradiction(), e.evidence)
                     for e, s, r in zip(evidence, supports, analysis.readings, strict=True)]
         score = _with_reader(score, analysis.readings, verdicts, evidence, details)
     else:
@@ -102,7 +101,7 @@ def _faithfulness(analysis: Analysis, details: ScoreDetails, profile: JudgeProfi
     return score
 
 
-def _with_reader(score: float, readings: tuple[reader_verdicts.ClaimReading, ...],
+def _with_reader(score: float, readings: tuple[reader_verdicts.ClaimReading | None, ...],
                  verdicts: list[claim_verdicts.ClaimVerdict], evidence: list[ClaimEvidence],
                  details: ScoreDetails) -> float:
     """Faithfulness (``score``: the base model's, before any contradiction cap) with the reader's

@@ -56,20 +56,27 @@ def _cut(sentence: str, claim_words: set[str], max_words: int) -> str:
     return " ".join(words[best_at:best_at + max_words])
 
 
-def claim_window(claim: str, sentences: Sequence[str], k: int = WINDOW_SENTENCES) -> Window:
-    """The ``k`` sentences of ``sentences`` that share most with ``claim``, in source order."""
+def sentence_words(sentences: Sequence[str]) -> list[frozenset[str]]:
+    """Each sentence's content words: computed once per trace when many claims read the same sentences."""
+    return [frozenset(content_tokens(s)) for s in sentences]
+
+
+def claim_window(claim: str, sentences: Sequence[str], k: int = WINDOW_SENTENCES,
+                 words: Sequence[frozenset[str]] | None = None) -> Window:
+    """The ``k`` sentences of ``sentences`` that share most with ``claim``, in source order (``words``:
+    their ``sentence_words``, when already known)."""
     claim_words = set(content_tokens(claim))
     if not sentences:
         return Window((), "", 0.0)
+    words = words if words is not None else sentence_words(sentences)
     weight = {w: rarity(w) for w in claim_words}
     total = sum(weight.values()) or 1.0
     scores = []
-    for i, s in enumerate(sentences):
-        shared = claim_words & set(content_tokens(s))
-        scores.append((sum(weight[w] for w in shared) / total, -i))
+    for i, held in enumerate(words):
+        scores.append((sum(weight[w] for w in claim_words & held) / total, -i))
     order = sorted(range(len(sentences)), key=lambda i: scores[i], reverse=True)
     chosen = sorted(order[:k])
-    covered = claim_words & {w for i in chosen for w in content_tokens(sentences[i])}
+    covered = claim_words & {w for i in chosen for w in words[i]}
     return Window(
         sentences=tuple(_cut(sentences[i], claim_words, MAX_SENTENCE_WORDS) for i in chosen),
         best=sentences[order[0]],
