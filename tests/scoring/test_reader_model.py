@@ -14,7 +14,7 @@ import pytest
 from ragmon.errors import ModelError
 from ragmon.scoring import claim_verdicts as cv
 from ragmon.scoring.local import LocalJudge
-from ragmon.scoring.reader import model, verdicts
+from ragmon.scoring.reader import model, verdicts, windows
 from ragmon.scoring.reader.windows import Window
 
 CARD = json.loads(resources.files("ragmon.scoring.reader").joinpath("assets/reader-card.json").read_text())
@@ -141,3 +141,41 @@ def test_the_nan_guards_come_out_with_the_same_outputs() -> None:
     assert np.array_equal(run[0], run[1])
     # the shipped file has none left
     assert without_nan_guards(model.bundled_path().read_bytes())[1] == 0
+
+
+def test_a_verbatim_copy_is_not_a_contradiction() -> None:
+    sentences = ["Customers can return unused items within 30 days for a full refund.",
+                 "The shop did not say that prices will rise in May.", "Tickets cost $5 (children free)."]
+    keys = [windows.copy_key(s) for s in sentences]
+    # case, spacing, punctuation and quotes aside, the same tokens in the same order: a whole sentence or a part
+    assert windows.copies("customers can return unused items within 30 days for a full refund", keys)
+    assert windows.copies('"Tickets cost $5."', keys)
+    assert windows.copies("Return  unused items within 30 days", keys)
+    # any changed token is read: a negation, a number, a word, a symbol, a reordering
+    for changed in ("Customers cannot return unused items within 30 days for a full refund.",
+                    "Customers can return unused items within 60 days for a full refund.",
+                    "Customers can return used items within 30 days for a full refund.",
+                    "Tickets cost 5%.", "Within 30 days customers can return unused items."):
+        assert not windows.copies(changed, keys), changed
+    # a part cut from a sentence whose other words negate it does not say what the sentence says
+    assert not windows.copies("Prices will rise in May.", keys)
+    assert windows.copies("The shop did not say that prices will rise in May.", keys)
+    assert not windows.copies("(…)!", keys)  # nothing left to copy
+
+
+def test_a_claim_copied_verbatim_is_not_read_and_a_negated_copy_is(judge: LocalJudge) -> None:
+    reader = judge._analyser.reader
+    assert reader is not None
+    copied = "Based on the passages, customers can return unused items within 30 days for a full refund [1]."
+    negated = "Customers cannot return unused items within 30 days for a full refund."
+    before = reader.pairs_read
+    assert judge._analyser.read([copied, negated], CONTEXTS)[0] is None
+    assert reader.pairs_read == before + 1  # the negated copy alone
+    reading = judge._analyser.read([negated], CONTEXTS)[0]
+    assert reading is not None and verdicts.verdict(negated, reading, None, "").verdict == cv.CONTRADICTED
+    # end to end, the copy keeps the judge's own verdict: supported, citing the sentence it copies
+    before = reader.pairs_read
+    result = judge.score_sync("Can I return items?", CONTEXTS, copied)
+    assert reader.pairs_read == before
+    (verdict,) = result.details[cv.DETAIL_KEY]
+    assert verdict["verdict"] == cv.SUPPORTED and "within 30 days" in verdict["evidence"]

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..reader.model import Reader
 from ..reader.verdicts import ClaimReading, readings, worth_reading
-from ..reader.windows import claim_window, context_sentences, sentence_words, short_claim
+from ..reader.windows import claim_window, context_sentences, copies, copy_key, sentence_words, short_claim
 from ..text import content_tokens, split_sentences, stem, words
 from . import attribution
 from . import model as local_model
@@ -136,9 +136,10 @@ class Analyser:
         # the claim without its attribution and citation markers ("(Passage 7)" is not a fact the
         # window must hold; the training pairs carried them, the next training drops them too)
         cores = [attribution.core(c) or c for c in claims]
-        held = sentence_words(sentences)
+        held, keys = sentence_words(sentences), [copy_key(s) for s in sentences]
         windows = [claim_window(c, sentences, words=held) for c in cores]
-        todo = [i for i, w in enumerate(windows) if worth_reading(w, bool(decided and decided[i]))]
+        todo = [i for i, w in enumerate(windows)
+                if worth_reading(w, bool(decided and decided[i]), copies(cores[i], keys))]
         probs = self.reader.read([(windows[i].text, short_claim(cores[i])) for i in todo])
         out: list[ClaimReading | None] = [None] * len(claims)
         for i, reading in zip(todo, readings(probs, [windows[i] for i in todo]), strict=True):

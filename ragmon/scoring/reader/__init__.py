@@ -4,7 +4,7 @@ restates and says supported / unsupported / contradicted.
 Trained here, reproducibly, from public human-labelled data (``data_manifest.json``), and shipped
 int8 inside the package (``assets/``, with its model card). Modules:
 
-- ``windows``  the premise window of a claim (its best context sentences); shared by training and use
+- ``windows``  the premise window of a claim (its best context sentences; shared by training and use), verbatim copies
 - ``edits``    one-edit contradictions made from training sentences
 - ``data``     the manifest's sources (sha256-checked) into training / dev pairs; RAGTruth folds
 - ``train``    the training recipe (the ``train`` extra: torch, transformers), checkpoints, resume

@@ -31,11 +31,12 @@ SUPPORT_THRESHOLD = 0.5
 MIN_OVERLAP = 0.1
 
 
-def worth_reading(window: Window, decided: bool) -> bool:
+def worth_reading(window: Window, decided: bool, copied: bool = False) -> bool:
     """Whether the reader can change a claim's verdict: not when the lexical checks already decide it
-    (``decided``: a changed fact, a statement about the passages), nor when its premise window holds
-    too little of it to restate it (``MIN_OVERLAP``)."""
-    return not decided and window.overlap >= MIN_OVERLAP
+    (``decided``: a changed fact, a statement about the passages), nor when it is a verbatim copy of
+    part of a context sentence (``copied``: ``windows.copies``; it says what its source says), nor when
+    its premise window holds too little of it to restate it (``MIN_OVERLAP``)."""
+    return not decided and not copied and window.overlap >= MIN_OVERLAP
 
 
 FEATURES = ("reader_min_support", "reader_mean_support", "reader_max_contradiction", "reader_unsupported_share")

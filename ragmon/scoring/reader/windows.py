@@ -4,17 +4,23 @@ One function for training and inference, so the reader is trained on exactly the
 see. Sentences are ranked by the rarity-weighted share of the claim's content words they hold
 (a rare shared word — a name, a number — counts more than "make"); the best ``k`` are kept in the
 order the sources give them, each cut to a word budget, so truncation never drops the best one.
+``copies`` says whether a claim is a verbatim copy of a context sentence (not worth reading).
 Pure and I/O-free.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..local.claims import rarity
-from ..text import content_tokens, split_sentences
+from ..text import NEGATIONS, content_tokens, split_sentences
 
+# A word (decimals and apostrophes inside it) or any other single character; of those characters only
+# the punctuation in _IGNORED is dropped, so "$", "%", "-" and "/" stay and must match too.
+_TOKEN = re.compile(r"\w+(?:[.,]\d+)*(?:['’]\w+)?|\S")
+_IGNORED = frozenset(".,;:!?\"'“”‘’()[]{}…*`")
 WINDOW_SENTENCES = 3  # sentences per premise window
 MAX_SENTENCE_WORDS = 48  # a longer sentence is cut around its best-matching part
 MAX_CLAIM_WORDS = 40
@@ -88,3 +94,25 @@ def short_claim(claim: str) -> str:
     """The claim as the reader sees it (very long claims cut to a word budget)."""
     words = claim.split()
     return claim if len(words) <= MAX_CLAIM_WORDS else " ".join(words[:MAX_CLAIM_WORDS])
+
+
+def copy_key(text: str) -> str:
+    """``text`` as a verbatim copy is compared: lower case, one space between tokens, sentence punctuation
+    and quotes dropped, every word, digit and other symbol kept (padded with spaces, so that a containment
+    test matches whole tokens only)."""
+    tokens = [t.lower().replace("’", "'") for t in _TOKEN.findall(text) if t not in _IGNORED]
+    return f" {' '.join(tokens)} " if tokens else ""
+
+
+def copies(claim: str, sentence_keys: Sequence[str]) -> bool:
+    """Whether ``claim`` (already without its attribution and citation markers) is a verbatim copy of
+    one context sentence, or of a contiguous part of one whose other words hold no negation
+    (``sentence_keys``: their ``copy_key``): every token the same, in the same order, so it says what
+    that sentence says. "Prices will rise" cut from "The firm did not say prices will rise" is read."""
+    key = copy_key(claim)
+    if not key:
+        return False
+    for sentence in sentence_keys:
+        if key in sentence and (sentence == key or not set(sentence.replace(key, " ", 1).split()) & NEGATIONS):
+            return True
+    return False
