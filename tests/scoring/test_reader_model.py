@@ -179,3 +179,77 @@ def test_a_claim_copied_verbatim_is_not_read_and_a_negated_copy_is(judge: LocalJ
     assert reader.pairs_read == before
     (verdict,) = result.details[cv.DETAIL_KEY]
     assert verdict["verdict"] == cv.SUPPORTED and "within 30 days" in verdict["evidence"]
+
+
+def test_a_claims_probabilities_do_not_depend_on_the_claims_read_beside_it() -> None:
+    reader = model.shared_reader()
+    pairs = [(p["premise"], p["claim"]) for p in CARD["probes"]]
+    pairs += [("The committee met on Tuesday. It did not approve the budget for the new library. " * 3,
+               "The committee approved the library budget.")]
+    together = reader.read(pairs)
+    alone = np.vstack([reader.read([pair]) for pair in pairs])
+    assert np.allclose(together, alone, atol=1e-5)
+
+
+def _dynamic_int8_model(path: Path) -> bytes:
+    """A two-product float model quantized as the export does (onnxruntime's dynamic int8)."""
+    from onnx import TensorProto, helper, numpy_helper, save
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    rng = np.random.default_rng(1)
+    w1, w2 = (numpy_helper.from_array(rng.normal(size=shape).astype(np.float32), name)
+              for name, shape in (("w1", (8, 16)), ("w2", (16, 4))))
+    bias = numpy_helper.from_array(rng.normal(size=16).astype(np.float32), "b1")
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["h"]), helper.make_node("Add", ["h", "b1"], ["hb"]),
+             helper.make_node("Relu", ["hb"], ["r"]), helper.make_node("MatMul", ["r", "w2"], ["y"])]
+    graph = helper.make_graph(nodes, "two", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", "t", 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["b", "t", 4])], [w1, w2, bias])
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path / "fp32.onnx"))
+    quantize_dynamic(str(path / "fp32.onnx"), str(path / "int8.onnx"), weight_type=QuantType.QInt8, per_channel=True)
+    return (path / "int8.onnx").read_bytes()
+
+
+def test_fixed_ranges_quantize_each_row_on_its_own(tmp_path: Path) -> None:
+    import onnx
+    import onnxruntime as ort
+
+    from ragmon.scoring.reader.fixed_ranges import activation_ranges, quantized_inputs, with_fixed_ranges
+
+    dynamic = _dynamic_int8_model(tmp_path)
+    assert len(quantized_inputs(dynamic)) == 2
+    rng = np.random.default_rng(2)
+    mask = np.ones((4, 6), np.int64)
+    mask[:, 4:] = 0  # padding: its rows must not widen a range
+    x_calibration = rng.normal(size=(4, 6, 8)).astype(np.float32)
+    x_calibration[:, 4:] = 1e3
+    calibration = [{"x": x_calibration, "attention_mask": mask}]
+    ranges = activation_ranges(dynamic, calibration)
+    first = quantized_inputs(dynamic)[0]
+    assert ranges[first] == (float(x_calibration[:, :4].min()), float(x_calibration[:, :4].max()))
+    fixed, rewritten = with_fixed_ranges(dynamic, ranges)
+    assert rewritten == 2
+    ops = [n.op_type for n in onnx.load_from_string(fixed).graph.node]
+    assert "DynamicQuantizeLinear" not in ops and ops.count("MatMulIntegerToFloat") == 2
+    run = ort.InferenceSession(fixed, providers=["CPUExecutionProvider"])
+    x = rng.normal(size=(2, 6, 8)).astype(np.float32)
+    one_row = run.run(["y"], {"x": x[:1]})[0]
+    x_with_outlier = x.copy()
+    x_with_outlier[1] *= 40.0  # in a dynamic model this row would widen the whole batch's range
+    batched = run.run(["y"], {"x": x_with_outlier})[0]
+    assert np.allclose(batched[0], one_row[0], atol=1e-6)
+    reference = np.maximum(x[:1] @ _weights(dynamic, "w1") + _weights(dynamic, "b1"), 0) @ _weights(dynamic, "w2")
+    assert np.abs(one_row - reference).max() < 0.1 * np.abs(reference).max()  # int8 close to float
+    assert with_fixed_ranges(fixed, ranges) == (fixed, 0)
+    with pytest.raises(ValueError, match="no fixed range"):
+        with_fixed_ranges(dynamic, {})
+
+
+def _weights(model_bytes: bytes, name: str) -> np.ndarray:
+    """A float weight of the quantized model, dequantized back (per column scales)."""
+    import onnx
+    from onnx import numpy_helper
+
+    inits = {i.name: numpy_helper.to_array(i) for i in onnx.load_from_string(model_bytes).graph.initializer}
+    if name in inits:
+        return inits[name].astype(np.float32)
+    return inits[name + "_quantized"].astype(np.float32) * inits[name + "_scale"]

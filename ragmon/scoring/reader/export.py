@@ -1,9 +1,11 @@
 """The trained reader to the shipped file: ONNX (torch's exporter), then int8 weights with
-onnxruntime's dynamic quantization, then the attention's NaN guards removed (``without_nan_guards``),
-then a check that the int8 model says what the trained one says on probe pairs, and the model card.
+onnxruntime's dynamic quantization, then the attention's NaN guards removed (``without_nan_guards``)
+and the activations' ranges fixed (``fixed_ranges``: measured on the first ``CALIBRATION_PAIRS``
+training pairs of stage 2, so no verdict depends on its batch), then a check that the int8 model
+says what the trained one says on probe pairs, and the model card.
 
     python -m ragmon.scoring.reader.export --checkpoint .cache/reader/best
-    python -m ragmon.scoring.reader.export --only-rewrite   # the NaN guards out of the shipped file
+    python -m ragmon.scoring.reader.export --only-rewrite   # the same rewrites of the shipped file
 
 Writes ``assets/reader-int8.onnx``, ``assets/reader-card.json`` (sources, command, metrics, the
 probe pairs with the fp32 and int8 probabilities) and prints the file's sha256, which goes into
@@ -15,19 +17,28 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ... import env as ragmon_env
 from ..onnx_runner import file_sha256
-from .data import manifest
+from .data import build_pairs, default_benchdata, manifest
+from .fixed_ranges import activation_ranges, quantized_inputs, with_fixed_ranges
 
 ASSETS = Path(__file__).with_name("assets")
 MODEL_FILE = "reader-int8.onnx"
 CARD_FILE = "reader-card.json"
 log = logging.getLogger("ragmon.reader.export")
+# Training pairs the activations' ranges are measured on (stage 2's order: RAGTruth training-fold
+# claims, their one-edit contradictions and replayed NLI pairs; never a dev or held-out pair)
+CALIBRATION_PAIRS = 1500
+INT8_NOTE = (f"int8 weights (per column) and activations (one fixed uint8 range per product input, measured on "
+             f"the first {CALIBRATION_PAIRS} stage-2 training pairs): a claim's probabilities do not depend on "
+             f"its batch")
 
 # Probe pairs: the exported int8 model must agree with the trained fp32 one on these (tests read
 # them back from the card and rerun the shipped file).
@@ -73,7 +84,8 @@ def without_nan_guards(model: bytes) -> tuple[bytes, int]:
     return proto.SerializeToString(), len(dropped) // 2
 
 
-def export(checkpoint: Path, out_dir: Path = ASSETS, opset: int = 17) -> dict[str, Any]:
+def export(checkpoint: Path, calibration: list[tuple[str, str]], out_dir: Path = ASSETS,
+           opset: int = 17) -> dict[str, Any]:
     import onnx
     import torch
     from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -100,7 +112,7 @@ def export(checkpoint: Path, out_dir: Path = ASSETS, opset: int = 17) -> dict[st
         onnx.checker.check_model(str(fp32_path))
         target = out_dir / MODEL_FILE
         quantize_dynamic(str(fp32_path), str(target), weight_type=QuantType.QInt8, per_channel=True)
-    rewrite(target)
+    rewrite(target, calibration)
     return probed(target, fp32)
 
 
@@ -116,23 +128,36 @@ def probed(target: Path, fp32: np.ndarray) -> dict[str, Any]:
             "max_abs_diff": float(np.abs(fp32 - int8).max())}
 
 
-def rewrite(path: Path) -> int:
-    """``without_nan_guards`` on the model file at ``path``, in place; how many guards it removed."""
-    lean, removed = without_nan_guards(path.read_bytes())
-    if removed:
-        path.write_bytes(lean)
-    return removed
+def calibration_pairs(data_dir: Path, benchdata: Path) -> list[tuple[str, str]]:
+    """The (premise, claim) pairs the activations' ranges are measured on."""
+    train = (p for p in build_pairs(data_dir, benchdata, stage=2, download=False) if p.split == "train")
+    return [(p.premise, p.claim) for p, _ in zip(train, range(CALIBRATION_PAIRS), strict=False)]
 
 
-def rewrite_shipped(out_dir: Path) -> dict[str, Any]:
-    """The NaN guards out of an already exported file, its card's sha256, size and int8 probes rerun
+def rewrite(path: Path, calibration: list[tuple[str, str]]) -> dict[str, int]:
+    """``without_nan_guards`` and ``with_fixed_ranges`` (ranges measured on ``calibration``) on the
+    model file at ``path``, in place; how many guards and products each rewrote (0: already done)."""
+    from .model import BATCH_SIZE, pair_feeds, pair_tokenizer
+
+    model, guards = without_nan_guards(path.read_bytes())
+    products = 0
+    if quantized_inputs(model):
+        feeds = (f for _, f, _ in pair_feeds(pair_tokenizer(), calibration, BATCH_SIZE))
+        model, products = with_fixed_ranges(model, activation_ranges(model, feeds))
+    if guards or products:
+        path.write_bytes(model)
+    return {"nan_guards_removed": guards, "products_with_fixed_ranges": products}
+
+
+def rewrite_shipped(out_dir: Path, calibration: list[tuple[str, str]]) -> dict[str, Any]:
+    """The rewrites on an already exported file, its card's sha256, size and int8 probes rerun
     (the trained model's probabilities come from the card: no torch needed)."""
     card: dict[str, Any] = json.loads((out_dir / CARD_FILE).read_text(encoding="utf-8"))
     target = out_dir / MODEL_FILE
-    rewrite(target)
+    log.info("rewrites: %s", rewrite(target, calibration))
     result = probed(target, np.array([p["fp32"] for p in card["probes"]]))
     card.update(sha256=result["sha256"], bytes=result["bytes"], probes=result["probes"],
-                probe_max_abs_diff_fp32_vs_int8=result["max_abs_diff"])
+                probe_max_abs_diff_fp32_vs_int8=result["max_abs_diff"], int8=INT8_NOTE)
     (out_dir / CARD_FILE).write_text(json.dumps(card, indent=1) + "\n", encoding="utf-8")
     return result
 
@@ -143,11 +168,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out-dir", type=Path, default=ASSETS)
     ap.add_argument("--train-log", type=Path, nargs="*", default=None,
                     help="train_log.jsonl of each stage (default: the one beside the checkpoint)")
+    ap.add_argument("--data-dir", type=Path, default=Path(os.environ.get(ragmon_env.READER_DATA, ".cache/reader-data")))
+    ap.add_argument("--benchdata", type=Path, default=default_benchdata())
     ap.add_argument("--only-rewrite", action="store_true",
-                    help="only remove the NaN guards from the file in --out-dir and rerun its card's probes (no torch)")
+                    help="only rewrite the file in --out-dir (NaN guards out, fixed ranges) and rerun its card's "
+                         "probes (no torch)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    result = rewrite_shipped(args.out_dir) if args.only_rewrite else export(args.checkpoint, args.out_dir)
+    calibration = calibration_pairs(args.data_dir, args.benchdata)
+    result = (rewrite_shipped(args.out_dir, calibration) if args.only_rewrite
+              else export(args.checkpoint, calibration, args.out_dir))
     log.info("wrote %s (%d bytes, sha256 %s); probe max |fp32 - int8| %.4f", args.out_dir / MODEL_FILE,
              result["bytes"], result["sha256"], result["max_abs_diff"])
     if args.only_rewrite:
@@ -165,6 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         "stages": [{"training": next((e for e in events if e.get("event") == "start"), {}),
                     "dev": [e for e in events if e.get("event") == "dev"]} for events in stages],
         "probes": result["probes"], "probe_max_abs_diff_fp32_vs_int8": result["max_abs_diff"],
+        "int8": INT8_NOTE,
     }
     (args.out_dir / CARD_FILE).write_text(json.dumps(card, indent=1) + "\n", encoding="utf-8")
     return 0

@@ -10,9 +10,10 @@ tokens, never with all context sentences.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -21,22 +22,43 @@ from ..onnx_runner import OnnxRunner, file_sha256, length_buckets, padded, verif
 
 MAX_TOKENS = 192  # the length the reader was trained with (train.MAX_LENGTH)
 SUPPORTED, UNSUPPORTED, CONTRADICTED = 0, 1, 2
+BATCH_SIZE = 16  # pairs a run at most (length_buckets cuts smaller ones where padding would cost more)
 MODEL_FILE = "reader-int8.onnx"
 # sha256 of the shipped file: written by export.py's run (docs/judges.md#the-reader)
-READER_SHA256 = "6ad51d015608c53f3e7c09b8e29d089ee6963d7af18be09f8c8b8706919b674d"
+READER_SHA256 = "8002df20b75db995e3cf520bb552132fba151fb44febbb1e9331c417bd9136b2"
 
 
 def bundled_path() -> Path:
     return Path(str(resources.files("ragmon.scoring.reader").joinpath("assets", MODEL_FILE)))
 
 
+def pair_tokenizer() -> Any:
+    """The MiniLM WordPiece tokenizer in pair mode, a premise longer than the budget cut (never the claim)."""
+    from tokenizers import Tokenizer
+
+    tokenizer_json = resources.files("ragmon.scoring.local").joinpath("assets/minilm-tokenizer.json")
+    tokenizer = Tokenizer.from_str(tokenizer_json.read_text(encoding="utf-8"))
+    tokenizer.enable_truncation(max_length=MAX_TOKENS, strategy="only_first")
+    tokenizer.no_padding()
+    return tokenizer
+
+
+def pair_feeds(tokenizer: Any, pairs: Sequence[tuple[str, str]], batch_size: int
+               ) -> Iterator[tuple[list[int], dict[str, np.ndarray], np.ndarray]]:
+    """(indexes, feeds, lengths) of ``pairs`` tokenized and run in batches of similar length."""
+    encodings = tokenizer.encode_batch([(p or " ", c or " ") for p, c in pairs])
+    ids = [np.asarray(e.ids, dtype=np.int64) for e in encodings]
+    types = [np.asarray(e.type_ids, dtype=np.int64) for e in encodings]
+    for idx in length_buckets([len(x) for x in ids], batch_size):
+        feeds, lengths = padded([ids[i] for i in idx], [types[i] for i in idx])
+        yield idx, feeds, lengths
+
+
 class Reader:
     """Premise/claim pairs -> (n, 3) probabilities; thread-safe."""
 
     def __init__(self, model_path: str | Path | None = None, sha256: str | None = READER_SHA256, *,
-                 threads: int = 1, batch_size: int = 16) -> None:
-        from tokenizers import Tokenizer
-
+                 threads: int = 1, batch_size: int = BATCH_SIZE) -> None:
         path = Path(model_path) if model_path is not None else bundled_path()
         verified(str(path), sha256 or None, "reader model")
         self.path = path
@@ -46,10 +68,7 @@ class Reader:
                                   disabled_optimizers=["SkipLayerNormFusion"])
         if "token_type_ids" not in self._runner.input_names:
             raise ModelError(f"{path} is not a sentence-pair model (no token_type_ids input)")
-        tokenizer_json = resources.files("ragmon.scoring.local").joinpath("assets/minilm-tokenizer.json")
-        self._tokenizer = Tokenizer.from_str(tokenizer_json.read_text(encoding="utf-8"))
-        self._tokenizer.enable_truncation(max_length=MAX_TOKENS, strategy="only_first")
-        self._tokenizer.no_padding()
+        self._tokenizer = pair_tokenizer()
         self._batch_size = batch_size
         self._lock = threading.Lock()
         self.tokens_read = 0  # tokens run through the model: the reader's cost (bench/judge_cost.py)
@@ -59,13 +78,10 @@ class Reader:
         if not pairs:
             return np.zeros((0, 3), dtype=np.float32)
         with self._lock:
-            encodings = self._tokenizer.encode_batch([(p or " ", c or " ") for p, c in pairs])
-        ids = [np.asarray(e.ids, dtype=np.int64) for e in encodings]
-        types = [np.asarray(e.type_ids, dtype=np.int64) for e in encodings]
+            batches = list(pair_feeds(self._tokenizer, pairs, self._batch_size))
         out = np.zeros((len(pairs), 3), dtype=np.float32)
         self.pairs_read += len(pairs)
-        for idx in length_buckets([len(x) for x in ids], self._batch_size):
-            feeds, lengths = padded([ids[i] for i in idx], [types[i] for i in idx])
+        for idx, feeds, lengths in batches:
             (logits,) = self._runner.run(["logits"], feeds)
             z = logits - logits.max(axis=1, keepdims=True)
             p = np.exp(z)
