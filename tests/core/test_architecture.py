@@ -240,9 +240,10 @@ CONFINED = {
     "grpc": ("ragmon.ingest.",),
     "aiokafka": ("ragmon.ingest.kafka.", "ragmon.sdk.kafka_exporter"),
     "httpx": ("ragmon.scoring.llm.", "ragmon.demo.runner"),
-    "onnx": ("ragmon.scoring.local.", "ragmon.scoring.reader.export"),
-    # one shared runner loads every model (the embedder's and the reader's); export quantizes
-    "onnxruntime": ("ragmon.scoring.onnx_runner", "ragmon.scoring.reader.export"),
+    "onnx": ("ragmon.scoring.local.", "ragmon.scoring.reader.export", "ragmon.scoring.reader.fixed_ranges"),
+    # one shared runner loads every model (the embedder's and the reader's); export quantizes and
+    # fixed_ranges measures the activations' ranges at export
+    "onnxruntime": ("ragmon.scoring.onnx_runner", "ragmon.scoring.reader.export", "ragmon.scoring.reader.fixed_ranges"),
     # the reader's training recipe only (the `train` extra), never the agent
     "torch": ("ragmon.scoring.reader.train", "ragmon.scoring.reader.export"),
     "transformers": ("ragmon.scoring.reader.train", "ragmon.scoring.reader.export"),

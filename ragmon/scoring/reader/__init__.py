@@ -9,5 +9,6 @@ int8 inside the package (``assets/``, with its model card). Modules:
 - ``data``     the manifest's sources (sha256-checked) into training / dev pairs; RAGTruth folds
 - ``train``    the training recipe (the ``train`` extra: torch, transformers), checkpoints, resume
 - ``export``   the trained model to ONNX, then int8, with its equality check and model card
+- ``fixed_ranges`` the export's int8 activations on fixed ranges measured once, so no verdict depends on its batch
 - ``model``    the shipped model at run time, on the shared ONNX runner
 """
