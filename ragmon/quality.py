@@ -173,17 +173,19 @@ def online_names() -> tuple[str, ...]:
 # The drop alerts' significance level, shared by the rule generator (deploy/prometheus/generate_rules.py)
 # and power-based sampling (which sizes the sample for that same test): the false pages allowed for per
 # 30 days, spread over every test of a month (Bonferroni) — each window length's windows of a month
-# (720 hourly, 120 of 6 h, 60 of 12 h, 30 of 24 h), each alerting share (the online metrics' failing shares and the
-# contradiction share) and each pipeline the budget covers. ``alert_alpha(pipelines=100, budget_per_30d=0.5)``
+# (720 hourly, 120 of 6 h, 60 of 12 h, 30 of 24 h), each test that pages (per online metric the failing share's
+# rise and the mean score's drop; the contradiction share's rise) and each pipeline the budget covers. ``alert_alpha(pipelines=100, budget_per_30d=0.5)``
 # is a fleet of 100 pipelines behind one Alertmanager sharing half a false page a month.
 PAGE_BUDGET_PER_30D: Final = 0.5  # the default budget: per pipeline, or for the fleet when pipelines are given
 HOURS_PER_30D: Final = 30 * 24
 ALERT_WINDOWS_H: Final[tuple[int, ...]] = (1, 6, 12, 24)  # drop tests' windows (generate_rules.py WINDOW, LONG_WINDOWS)
 
 
-def alert_shares() -> int:
-    """The shares that page: each online metric's failing share, and the contradiction share."""
-    return len(online()) + 1
+def alert_tests() -> int:
+    """The tests that page in each window: per online metric its failing share's rise and its mean
+    score's drop (two views of one change: the share counts answers past the threshold, the mean sees
+    a shift wherever in the score range it falls), and the contradiction share's rise."""
+    return 2 * len(online()) + 1
 
 
 def alert_alpha(pipelines: int = 1, budget_per_30d: float = PAGE_BUDGET_PER_30D) -> float:
@@ -191,7 +193,7 @@ def alert_alpha(pipelines: int = 1, budget_per_30d: float = PAGE_BUDGET_PER_30D)
     false pages per 30 days (over the online metrics of the table as it is now)."""
     if pipelines < 1 or budget_per_30d <= 0:
         raise ValueError(f"need pipelines >= 1 and a positive budget, got {pipelines}, {budget_per_30d}")
-    tests = pipelines * alert_shares() * sum(HOURS_PER_30D / hours for hours in ALERT_WINDOWS_H)
+    tests = pipelines * alert_tests() * sum(HOURS_PER_30D / hours for hours in ALERT_WINDOWS_H)
     return budget_per_30d / tests
 
 

@@ -55,6 +55,12 @@ MIN_EFFECT = 0.5  # an alert needs an estimated rise of at least this share of i
 SEASONAL_DAYS = 7
 MIN_SCORED_WINDOW = 30  # scored traces needed in a window before any quality alert
 MIN_SCORED_BASELINE = 200  # scored traces needed in the baseline windows for a relative alert
+# The mean score's drop test pages above DROP_Z + MEAN_Z_MARGIN: a mean of a few dozen skewed scores has
+# a heavier low tail than the normal z assumes, and at DROP_Z the test fired up to 1.8x its level on the
+# labelled sets; with the margin at most 0.94x from 30 traces a window on (ragmon/alerts/level.py
+# mean_level, docs/alerts.md).
+MEAN_Z_MARGIN = 0.15
+MIN_SCORE_VARIANCE = 0.0001  # floor of a baseline's score variance (a baseline of identical scores)
 QUALITY_FOR = "10m"
 # Significance: quality.alert_alpha(), the false pages per pipeline per 30 days allowed for, spread over
 # every hourly window and online metric of a month; the agent's --alpha defaults to the same value
@@ -205,6 +211,23 @@ def _same_hour(expr: str, by: str, window: str | None = None) -> str:
     return f"sum by ({by}) (\n  " + "\n  or ".join(days) + "\n)"
 
 
+def _window_counts(stem: str, counter: str, by: str, w: str) -> list[dict[str, object]]:
+    """``{stem}:increase{w}`` and ``{stem}:increase{w}_same_hour_7d``: ``counter``'s increase over the last
+    window ``w`` and over the same window of the past SEASONAL_DAYS days. A long window sums the hourly
+    counts recorded for WINDOW (``{stem}:increase1h``), read at whole hours."""
+    now, before = f"{stem}:increase{w}", f"{stem}:increase{w}_{SAME_HOUR}"
+    if w == WINDOW:
+        return [
+            {"record": now, "expr": f"sum by ({by}) (increase({counter}[{w}]))"},
+            {"record": before, "expr": _same_hour(f"increase({counter}[{w}])", by, w)},
+        ]
+    hours, hourly = f"[{_seconds(w) - 1}s:{WINDOW}]", f"{stem}:increase{WINDOW}"
+    return [
+        {"record": now, "expr": f"sum_over_time({hourly}{hours})"},
+        {"record": before, "expr": _same_hour(f"sum_over_time({hourly}{hours})", by, hours.strip("[]"))},
+    ]
+
+
 def _share_rise_rules(events: str, events_counter: str, total: str, total_counter: str,
                       by: str, w: str) -> list[dict[str, object]]:
     """Recording rules for a share that must not rise: ``events_counter`` over ``total_counter`` in the
@@ -224,24 +247,9 @@ def _share_rise_rules(events: str, events_counter: str, total: str, total_counte
     def arcsine(e: str, n: str) -> str:
         return f"asin(sqrt(({e} + 0.375) / on({by}) ({n} + 0.75)))"
 
-    if w == WINDOW:
-        counts = [
-            {"record": n_w, "expr": f"sum by ({by}) (increase({total_counter}[{w}]))"},
-            {"record": e_w, "expr": f"sum by ({by}) (increase({events_counter}[{w}]))"},
-            {"record": n_b, "expr": _same_hour(f"increase({total_counter}[{w}])", by, w)},
-            {"record": e_b, "expr": _same_hour(f"increase({events_counter}[{w}])", by, w)},
-        ]
-    else:  # a long window: the sum of the hourly counts recorded above, read at whole hours
-        hours = f"[{_seconds(w) - 1}s:{WINDOW}]"
-        n_1, e_1 = f"{total}:increase{WINDOW}", f"{events}:increase{WINDOW}"
-        counts = [
-            {"record": n_w, "expr": f"sum_over_time({n_1}{hours})"},
-            {"record": e_w, "expr": f"sum_over_time({e_1}{hours})"},
-            {"record": n_b, "expr": _same_hour(f"sum_over_time({n_1}{hours})", by, hours.strip('[]'))},
-            {"record": e_b, "expr": _same_hour(f"sum_over_time({e_1}{hours})", by, hours.strip('[]'))},
-        ]
     return [
-        *counts,
+        *_window_counts(total, total_counter, by, w),
+        *_window_counts(events, events_counter, by, w),
         {"record": p_w, "expr": f"{e_w}\n/ on({by})\n({n_w} > 0)"},
         {"record": p_b, "expr": f"{e_b}\n/ on({by})\n({n_b} > 0)"},
         # the rise on the arcsine scale, in standard errors; > DROP_Z pages
@@ -250,6 +258,48 @@ def _share_rise_rules(events: str, events_counter: str, total: str, total_counte
             f"/ on({by})\nsqrt(1 / ({n_w} > 0) + on({by}) 1 / ({n_b} > 0))"
         )},
     ]
+
+
+def _mean_drop_rules(w: str) -> list[dict[str, object]]:
+    """The mean score's drop test over window ``w``, beside the failing share's rise test.
+
+    The share counts answers whose score crosses the threshold; a change that moves scores without
+    carrying many across it (a judge whose scores of bad answers sit near the threshold) shows in the
+    mean first. The test is a one-sided z of the drop of the window's mean below the same window of the
+    past SEASONAL_DAYS days, with the variance of a score measured on that baseline (sum of squares:
+    ``ragmon_score_squared_ratio_total``) — a week of samples, so the variance is known, not guessed from
+    the window. The drop is turned into failing-share points by the judge's score gap (mean score of
+    passing minus failing answers on labelled rows, ``ragmon_judge_score_gap_ratio``) for the minimum
+    effect; without a gap the raw drop in score units is used (a stricter test)."""
+    b, by = SAME_HOUR, SPJM
+    sums, squares, count = "ragmon:score_ratio_sum", "ragmon:score_squared_ratio", "ragmon:score_ratio_count"
+    n_w, n_b = f"{count}:increase{w}", f"{count}:increase{w}_{b}"
+    mean_w, mean_b, var_b = f"ragmon:score_ratio:mean{w}", f"ragmon:score_ratio:mean{w}_{b}", \
+        f"ragmon:score_ratio:variance{w}_{b}"
+    gap = "ragmon:judge_score_gap:ratio"
+    rules = [
+        *_window_counts(sums, f"ragmon_score_ratio_sum{{{RATE_STREAM}}}", by, w),
+        *_window_counts(squares, f"ragmon_score_squared_ratio_total{{{RATE_STREAM}}}", by, w),
+    ]
+    if w != WINDOW:  # the hourly mean is recorded with the other means (rate over the same window)
+        rules.append({"record": mean_w, "expr": f"{sums}:increase{w}\n/ on({by})\n({n_w} > 0)"})
+    rules += [
+        {"record": mean_b, "expr": f"{sums}:increase{w}_{b}\n/ on({by})\n({n_b} > 0)"},
+        # E[x^2] - E[x]^2 of the baseline's scores; the floor keeps a baseline of identical scores finite
+        {"record": var_b, "expr": (
+            f"clamp_min(\n  {squares}:increase{w}_{b} / on({by}) ({n_b} > 0)\n  - on({by}) {mean_b} ^ 2,\n"
+            f"  {_r(MIN_SCORE_VARIANCE)}\n)"
+        )},
+        {"record": f"ragmon:score_ratio:drop_z{w}", "expr": (
+            f"({mean_b} - on({by}) {mean_w})\n"
+            f"/ on({by})\nsqrt({var_b} * on({by}) (1 / ({n_w} > 0) + on({by}) 1 / ({n_b} > 0)))"
+        )},
+        {"record": f"ragmon:failing_share:mean_rise{w}", "expr": (
+            f"({mean_b} - on({by}) {mean_w})\n/ on(judge, metric) group_left() {gap}\n"
+            f"or\n({mean_b} - on({by}) {mean_w})"
+        )},
+    ]
+    return rules
 
 
 def _failing_share_rules(w: str) -> list[dict[str, object]]:
@@ -274,6 +324,7 @@ def _failing_share_rules(w: str) -> list[dict[str, object]]:
         {"record": f"ragmon:failing_share:rise{w}", "expr": (
             f"({p_w} - on({SPJM}) {p_b})\n/ on({jm}) group_left() {youden}\nor\n({p_w} - on({SPJM}) {p_b})"
         )},
+        *_mean_drop_rules(w),
     ]
 
 
@@ -295,6 +346,10 @@ def recording_rules() -> dict[str, list[dict[str, object]]]:
             f"  + on({jm}) max by ({jm}) (ragmon_judge_specificity_ratio)\n  - 1,\n  0.05\n)"
         )},
         {"record": false_pos, "expr": f"1 - max by ({jm}) (ragmon_judge_specificity_ratio)"},
+        # the judge's score gap (mean score of passing minus failing answers, labelled rows): turns a drop
+        # of the mean score into failing-share points for the mean test's minimum effect
+        {"record": "ragmon:judge_score_gap:ratio",
+         "expr": f"clamp_min(max by ({jm}) (ragmon_judge_score_gap_ratio), 0.05)"},
         *_failing_share_rules(WINDOW),
         {
             "record": f"ragmon:traces_scored:increase{WINDOW}",
@@ -401,6 +456,7 @@ def drop_alerts(w: str) -> list[dict[str, object]]:
     alerts = []
     b = SAME_HOUR
     rise, z_w = f"ragmon:failing_share:rise{w}", f"ragmon:score_failures:rise_z{w}"
+    mean_rise, mean_z = f"ragmon:failing_share:mean_rise{w}", f"ragmon:score_ratio:drop_z{w}"
     count_w, count_b = f"ragmon:score_ratio_count:increase{w}", f"ragmon:score_ratio_count:increase{w}_{b}"
     sel = "{service=%q,pipeline=%q,judge=%q,metric=%q}"
     args = "$labels.service $labels.pipeline $labels.judge $labels.metric"
@@ -410,6 +466,14 @@ def drop_alerts(w: str) -> list[dict[str, object]]:
     before = _q(f'"ragmon:score_failures:share{w}_{b}{sel}" {args}', pct)
     n, n_before = _q(f'"{count_w}{sel}" {args}'), _q(f'"{count_b}{sel}" {args}')
     z = _q(f'"{z_w}{sel}" {args}', 'printf "%.1f"')
+    z_mean = _q(f'"{mean_z}{sel}" {args}', 'printf "%.1f"')
+    mean_now = _q(f'"ragmon:score_ratio:mean{w}{sel}" {args}', SCORE_FMT)
+    # the mean test's sentence only where the score sums are there (series from older agents may lack them)
+    mean_sentence = (
+        "{{ with printf " + f'"ragmon:score_ratio:mean{w}_{b}{sel}" {args}' + " | query }}The mean score went from "
+        "{{ . | first | value | " + SCORE_FMT + " }} to " + mean_now + ": its drop z = " + z_mean
+        + f" (pages above {_r(round(DROP_Z + MEAN_Z_MARGIN, 2))}). {{{{ end }}}}"
+    )
     same = "the same hour" if w == "1h" else f"the same {w}"
     for m in quality_metrics():
         m_sel = f'{{metric="{m.name}"}}'
@@ -418,11 +482,16 @@ def drop_alerts(w: str) -> list[dict[str, object]]:
             "by verdict (generation_failure = model/prompt, retrieval_failure = index/retriever)."
         )
         for severity, step in (("warning", DROP_WARNING), ("critical", DROP_CRITICAL)):
+            effect = _r(round(step * MIN_EFFECT, 4))
             expr = (
-                f"{rise}{m_sel} >= {_r(round(step * MIN_EFFECT, 4))}\n"
-                f"and on({SPJM}) {z_w}{m_sel} > {_r(DROP_Z)}\n"
-                f"and on({SPJM}) {count_w}{m_sel} >= {MIN_SCORED_WINDOW}\n"
-                f"and on({SPJM}) {count_b}{m_sel} >= {MIN_SCORED_BASELINE}"
+                f"(\n  {rise}{m_sel} >= {effect}\n"
+                f"  and on({SPJM}) {z_w}{m_sel} > {_r(DROP_Z)}\n"
+                f"  and on({SPJM}) {count_w}{m_sel} >= {MIN_SCORED_WINDOW}\n"
+                f"  and on({SPJM}) {count_b}{m_sel} >= {MIN_SCORED_BASELINE}\n)\nor\n(\n"
+                f"  {mean_rise}{m_sel} >= {effect}\n"
+                f"  and on({SPJM}) {mean_z}{m_sel} > {_r(round(DROP_Z + MEAN_Z_MARGIN, 2))}\n"
+                f"  and on({SPJM}) {count_w}{m_sel} >= {MIN_SCORED_WINDOW}\n"
+                f"  and on({SPJM}) {count_b}{m_sel} >= {MIN_SCORED_BASELINE}\n)"
             )
             alerts.append(
                 _alert(
@@ -436,8 +505,8 @@ def drop_alerts(w: str) -> list[dict[str, object]]:
                     f"for the judge's measured error rates where it exports them) is {share} ± {ci} over "
                     f"{n} rate-sampled traces in the last {w}: {{{{ $value | {pct} }}}} of all answers more than "
                     f"in {same} of the past {SEASONAL_DAYS} days ({before} flagged over {n_before} traces). "
-                    f"The rise is significant: z = {z} (pages above {_r(DROP_Z)}); the {severity} step is "
-                    f"{_r(step * 100)} points. {look}",
+                    f"{mean_sentence}The failing share's rise z = {z} (pages above {_r(DROP_Z)}); the "
+                    f"{severity} step is {_r(step * 100)} points. {look}",
                     _window_label(w),
                 )
             )

@@ -112,6 +112,8 @@ class Agent:
         for metric, rates in error_rates_of(judge).items():
             self.metrics.judge_sensitivity.labels(judge.name, metric).set(rates.sensitivity)
             self.metrics.judge_specificity.labels(judge.name, metric).set(rates.specificity)
+            if rates.score_gap is not None:
+                self.metrics.judge_score_gap.labels(judge.name, metric).set(rates.score_gap)
             youden[metric] = rates.youden
         self.parts.scores.use_youden(youden)
 

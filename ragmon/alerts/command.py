@@ -116,15 +116,16 @@ def _score_rows(args: argparse.Namespace) -> Any:
     return score
 
 
-def _error_rates(args: argparse.Namespace, pools: Pools) -> dict[str, tuple[float, float]]:
+def _error_rates(args: argparse.Namespace, pools: Pools) -> tuple[dict[str, tuple[float, float]], dict[str, float]]:
     """The rates the agent would export for this judge: what the judge declares (``error_rates_of``: a
     fitted profile's, else its measured defaults; the contradiction check's under ``contradictions``),
-    for the series simulated here. The rules correct with them."""
+    for the series simulated here, and the score gaps among them. The rules correct with them."""
     from ..calibration.command import make_judge
     from ..scoring.error_rates import error_rates_of
 
-    rates = error_rates_of(make_judge(args))
-    return {m: (r.sensitivity, r.specificity) for m, r in rates.items() if m in pools.metrics()}
+    rates = {m: r for m, r in error_rates_of(make_judge(args)).items() if m in pools.metrics()}
+    return ({m: (r.sensitivity, r.specificity) for m, r in rates.items()},
+            {m: r.score_gap for m, r in rates.items() if r.score_gap is not None})
 
 
 def _cases(spec: str) -> tuple[Case, ...]:
@@ -172,12 +173,14 @@ def _run(args: argparse.Namespace) -> int:
         raise ConfigError("--metric", f"incidents need a metric with both human labels in the file; have: "
                           f"{', '.join(labelled) or 'none'}")
     rules = yaml.safe_load(args.rules.read_text(encoding="utf-8"))
+    error_rates, score_gaps = _error_rates(args, pools)
     settings = Settings(
         traffic=TrafficModel(rate_per_s=args.rate, days=args.days),
         sampling=Sampling(rate=args.sample_rate, detect_drop=args.detect_drop, alpha=args.alpha, power=args.power),
         base_share=args.base_share,
         thresholds={m.name: m.threshold for m in quality.online()},
-        error_rates=_error_rates(args, pools),
+        error_rates=error_rates,
+        score_gaps=score_gaps,
         judge=args.judge,
         incident_metric=metric,
         runs=args.runs,
@@ -199,7 +202,8 @@ def _run(args: argparse.Namespace) -> int:
         "judge_build": judge_build(),
         "metric": metric,
         "auc": None if (value := auc(pools, metric)) is None else round(value, 3),
-        "error_rates": {m: {"sensitivity": se, "specificity": sp} for m, (se, sp) in settings.error_rates.items()},
+        "error_rates": {m: {"sensitivity": se, "specificity": sp, "score_gap": settings.score_gaps.get(m)}
+                        for m, (se, sp) in settings.error_rates.items()},
         "rules": str(args.rules),
         "rate_per_s": args.rate,
         "sampling": {"detect_drop": args.detect_drop, "sample_rate": args.sample_rate, "alpha": args.alpha,
@@ -225,7 +229,7 @@ def _run_latency(args: argparse.Namespace, cases: tuple[Case, ...]) -> int:
     model = LatencyModel(median_s=args.latency_median, sigma=args.latency_sigma)
     settings = Settings(
         traffic=TrafficModel(rate_per_s=args.rate, days=args.days), sampling=Sampling(), base_share=0.0,
-        thresholds={}, error_rates={}, judge="none", incident_metric=None, runs=args.runs,
+        thresholds={}, error_rates={}, score_gaps={}, judge="none", incident_metric=None, runs=args.runs,
         pipelines=args.pipelines, seed=args.seed, jobs=args.jobs, evaluation_s=args.evaluation_interval,
         chunk=args.chunk, latency=model,
     )

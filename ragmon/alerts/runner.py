@@ -72,6 +72,7 @@ class Settings:
     base_share: float
     thresholds: Mapping[str, float]
     error_rates: Mapping[str, tuple[float, float]]  # metric -> (sensitivity, specificity)
+    score_gaps: Mapping[str, float]  # metric -> the judge's score gap (ragmon_judge_score_gap_ratio)
     judge: str
     incident_metric: str | None
     runs: int
@@ -122,6 +123,7 @@ def simulate_case(pools: Pools, case: Case, settings: Settings, rules: dict[str,
     gauges = {
         "ragmon_judge_sensitivity_ratio": {(settings.judge, m): se for m, (se, _sp) in settings.error_rates.items()},
         "ragmon_judge_specificity_ratio": {(settings.judge, m): sp for m, (_se, sp) in settings.error_rates.items()},
+        "ragmon_judge_score_gap_ratio": {(settings.judge, m): gap for m, gap in settings.score_gaps.items()},
     }
     measured_total = end_s - warmup_s
     reads = LATENCY_SERIES if settings.latency is not None else QUALITY_SERIES

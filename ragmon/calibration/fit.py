@@ -268,7 +268,9 @@ def fit_metric(
         return {"auc": stats.roc_auc(y[ok], s[ok]), "balanced_accuracy": _ba(y[ok], s[ok]),
                 "best_balanced_accuracy": stats.best_threshold(y[ok], s[ok])[1],
                 "sensitivity": float(np.mean(s[ok][y[ok] == 0] < 0.5)),
-                "specificity": float(np.mean(s[ok][y[ok] == 1] >= 0.5))}
+                "specificity": float(np.mean(s[ok][y[ok] == 1] >= 0.5)),
+                # mean score of passing minus failing answers: turns a mean drop into failing-share points
+                "score_gap": float(np.mean(s[ok][y[ok] == 1]) - np.mean(s[ok][y[ok] == 0]))}
 
     return MetricFit(metric, len(use), n_fail, summary(default), summary(refit), gain_ci, curve,
                      _expand(model.raw_weights(), shipped, shipped_shift))
@@ -401,7 +403,7 @@ def fit_profile(
         meta["name"] = name
     # the refit's out-of-fold error rates at the threshold: the agent exports them and the drop alerts
     # estimate the true failing share with them (scoring/error_rates.py)
-    meta["error_rates"] = {f.metric: {"sensitivity": f.refit["sensitivity"], "specificity": f.refit["specificity"]}
+    meta["error_rates"] = {f.metric: {k: f.refit[k] for k in ("sensitivity", "specificity", "score_gap")}
                            for f in fits if f.metric in ("faithfulness", "answer_relevancy")}
     profile = JudgeProfile(
         faithfulness_weights=by["faithfulness"].weights if "faithfulness" in by else None,

@@ -75,6 +75,9 @@ def metric_report(
         "cohen_kappa": _with_ci(y, s, _at(threshold, stats.cohen_kappa), n_boot, seed),
         "best_threshold": {"value": _finite(best_t), "balanced_accuracy": _finite(best_ba), "rule": THRESHOLD_RULE},
         "mean_score": _finite(float(s.mean())) if len(s) else None,
+        # passing answers' mean score minus failing ones': what a drop of the mean score is worth in
+        # failing-share points (the judge's score gap, ragmon_judge_score_gap_ratio; docs/alerts.md)
+        "score_gap": _finite(float(s[y == 1].mean() - s[y == 0].mean())) if 0 < (y == 0).sum() < len(y) else None,
     }
 
 

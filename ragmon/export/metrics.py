@@ -135,6 +135,7 @@ class AgentMetrics:
         self.score_failures = Counter(sc.M_SCORE_FAILURES, "Judged traces whose score is below the metric's threshold (--diagnosis-<metric>-threshold): the failing share the drop alerts test.", [*SP, sc.L_JUDGE, sc.L_METRIC, sc.L_SAMPLE], registry=r)
         self.judge_sensitivity = Gauge(sc.M_JUDGE_SENSITIVITY, "Share of failing answers (human label) the judge scores below the threshold, from its profile or measured defaults; the alert rules correct shares with it.", [sc.L_JUDGE, sc.L_METRIC], registry=r)
         self.judge_specificity = Gauge(sc.M_JUDGE_SPECIFICITY, "Share of passing answers (human label) the judge scores at or above the threshold, from its profile or measured defaults.", [sc.L_JUDGE, sc.L_METRIC], registry=r)
+        self.judge_score_gap = Gauge(sc.M_JUDGE_SCORE_GAP, "Mean score of passing answers minus failing ones (human labels), from the judge's profile or measured defaults; the alert rules turn a drop of the mean score into failing-share points with it.", [sc.L_JUDGE, sc.L_METRIC], registry=r)
         self.sample_rate = Gauge(sc.M_SAMPLE_RATE, "Judging rate in use per pipeline (fixed, or chosen by power-based sampling).", SP, registry=r)
         self.detectable_drop = Gauge(sc.M_DETECTABLE_DROP, "Smallest drop in a mean score that the pipeline's rate sample detects within the window (at the configured alpha and power).", SP, registry=r)
         self.detect_target = Gauge(sc.M_DETECT_TARGET, "The drop power-based sampling is sized to detect (--detect-drop); 0 when it is off.", registry=r)

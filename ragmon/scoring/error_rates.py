@@ -30,6 +30,7 @@ class ErrorRates:
     sensitivity: float  # P(score < threshold | humans say it fails)
     specificity: float  # P(score >= threshold | humans say it passes)
     source: str
+    score_gap: float | None = None  # E[score | passes] - E[score | fails]: a mean drop in failing-share points
 
     @property
     def youden(self) -> float:
@@ -40,8 +41,10 @@ class ErrorRates:
 # The local judge at threshold 0.5, shipped coefficients: the mean over the three RAGTruth dev
 # halves of the bench data (bench/data/README.md; QA 0.770 / 0.742, summaries 0.730 / 0.575,
 # data-to-text 0.670 / 0.793; `ragmon calibrate` on each file). Re-measure when the judge changes (docs/alerts.md).
+# The score gap (passing answers' mean score minus failing ones'): QA 0.359, summaries 0.163, data-to-text
+# 0.219 (`ragmon calibrate --bootstrap 0` on each file, 2026-12-05: its `score_gap`).
 LOCAL_DEFAULTS: Mapping[str, ErrorRates] = {
-    sc.METRIC_FAITHFULNESS: ErrorRates(0.723, 0.703, "RAGTruth dev halves (qa, summary, data2txt), mean"),
+    sc.METRIC_FAITHFULNESS: ErrorRates(0.723, 0.703, "RAGTruth dev halves (qa, summary, data2txt), mean", 0.247),
     # The contradiction verdict (an answer with at least one contradicted claim: the lexical checks and
     # the trained reader) against RAGTruth's "conflict" spans, on the rows the reader never trained on
     # (bench/fit_reader_stack.py: QA 0.278 / 0.716, summaries 0.379 / 0.610, data-to-text 0.316 / 0.777).
@@ -60,9 +63,11 @@ def from_profile_meta(meta: Mapping[str, Any]) -> dict[str, ErrorRates]:
     for metric, value in raw.items():
         if not isinstance(value, Mapping):
             continue
-        se, sp = value.get("sensitivity"), value.get("specificity")
+        se, sp, gap = value.get("sensitivity"), value.get("specificity"), value.get("score_gap")
         if isinstance(se, int | float) and isinstance(sp, int | float) and 0 <= se <= 1 and 0 <= sp <= 1:
-            out[str(metric)] = ErrorRates(float(se), float(sp), "fitted profile")
+            # a gap outside (0, 1] says the scores do not separate the labels: no mean correction then
+            gap_ok = isinstance(gap, int | float) and 0 < gap <= 1
+            out[str(metric)] = ErrorRates(float(se), float(sp), "fitted profile", float(gap) if gap_ok else None)
     return out
 
 

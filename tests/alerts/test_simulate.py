@@ -65,6 +65,7 @@ def _settings(**overrides: object) -> Settings:
         "base_share": 0.10,
         "thresholds": THRESHOLDS,
         "error_rates": {"faithfulness": (1.0, 1.0)},
+        "score_gaps": {},
         "judge": "local",
         "incident_metric": "faithfulness",
         "runs": 2,
