@@ -174,7 +174,8 @@ def online_names() -> tuple[str, ...]:
 # and power-based sampling (which sizes the sample for that same test): the false pages allowed for per
 # 30 days, spread over every test of a month (Bonferroni) — each window length's windows of a month
 # (720 hourly, 120 of 6 h, 60 of 12 h, 30 of 24 h), each test that pages (per online metric the failing share's
-# rise and the mean score's drop; the contradiction share's rise) and each pipeline the budget covers. ``alert_alpha(pipelines=100, budget_per_30d=0.5)``
+# rise and the mean score's drop; the contradiction share's rise) and each pipeline the budget covers.
+# ``alert_alpha(pipelines=100, budget_per_30d=0.5)``
 # is a fleet of 100 pipelines behind one Alertmanager sharing half a false page a month.
 PAGE_BUDGET_PER_30D: Final = 0.5  # the default budget: per pipeline, or for the fleet when pipelines are given
 HOURS_PER_30D: Final = 30 * 24

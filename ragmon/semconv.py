@@ -148,7 +148,7 @@ M_SCORE_FAILURES: Final = "ragmon_score_failures"
 M_EVALUATOR_ERRORS: Final = "ragmon_evaluator_errors"  # counter {metric, reason}
 M_JUDGE_SENSITIVITY: Final = "ragmon_judge_sensitivity_ratio"  # gauge {judge, metric}: P(score < threshold | failing)
 M_JUDGE_SPECIFICITY: Final = "ragmon_judge_specificity_ratio"  # gauge {judge, metric}: P(score >= threshold | passing)
-M_JUDGE_SCORE_GAP: Final = "ragmon_judge_score_gap_ratio"  # gauge {judge, metric}: E[score | passing] - E[score | failing]
+M_JUDGE_SCORE_GAP: Final = "ragmon_judge_score_gap_ratio"  # gauge {judge, metric}: E[score|passing] - E[score|failing]
 M_SAMPLE_RATE: Final = "ragmon_sample_rate_ratio"  # gauge {service, pipeline}: the judging rate in use
 M_DETECTABLE_DROP: Final = "ragmon_detectable_drop_ratio"  # gauge {service, pipeline}: drop the rate sample can detect
 M_DETECT_TARGET: Final = "ragmon_detect_target_drop_ratio"  # gauge: the --detect-drop target (only when set)

@@ -66,8 +66,8 @@ def from_profile_meta(meta: Mapping[str, Any]) -> dict[str, ErrorRates]:
         se, sp, gap = value.get("sensitivity"), value.get("specificity"), value.get("score_gap")
         if isinstance(se, int | float) and isinstance(sp, int | float) and 0 <= se <= 1 and 0 <= sp <= 1:
             # a gap outside (0, 1] says the scores do not separate the labels: no mean correction then
-            gap_ok = isinstance(gap, int | float) and 0 < gap <= 1
-            out[str(metric)] = ErrorRates(float(se), float(sp), "fitted profile", float(gap) if gap_ok else None)
+            score_gap = float(gap) if isinstance(gap, int | float) and 0 < gap <= 1 else None
+            out[str(metric)] = ErrorRates(float(se), float(sp), "fitted profile", score_gap)
     return out
 
 

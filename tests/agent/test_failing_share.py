@@ -20,7 +20,8 @@ FAITH, RELEVANCY = sc.METRIC_FAITHFULNESS, sc.METRIC_ANSWER_RELEVANCY
 class RatedJudge(StaticJudge):
     """A fixed-score judge that declares measured error rates, as the local judge and profiles do."""
 
-    error_rates: ClassVar[dict[str, ErrorRates]] = {FAITH: ErrorRates(0.8, 0.7, "test")}
+    error_rates: ClassVar[dict[str, ErrorRates]] = {FAITH: ErrorRates(0.8, 0.7, "test", score_gap=0.3),
+                                                    RELEVANCY: ErrorRates(0.6, 0.9, "test")}
 
 
 async def test_scores_below_threshold_are_counted_and_error_rates_exported(endpoint_of) -> None:
@@ -38,10 +39,14 @@ async def test_scores_below_threshold_are_counted_and_error_rates_exported(endpo
     assert s.value(failures, metric=sc.METRIC_CONTEXT_PRECISION) == 0  # 0.5 is not below 0.5
     assert s.value(sc.M_JUDGE_SENSITIVITY, judge="rated", metric=FAITH) == 0.8
     assert s.value(sc.M_JUDGE_SPECIFICITY, judge="rated", metric=FAITH) == 0.7
-    assert s.labelsets(sc.M_JUDGE_SENSITIVITY) == [{"judge": "rated", "metric": FAITH}]  # only what was measured
+    assert s.value(sc.M_JUDGE_SCORE_GAP, judge="rated", metric=FAITH) == 0.3
+    # only what was measured: relevancy has rates but no score gap
+    assert sorted(d["metric"] for d in s.labelsets(sc.M_JUDGE_SENSITIVITY)) == sorted([FAITH, RELEVANCY])
+    assert s.labelsets(sc.M_JUDGE_SCORE_GAP) == [{"judge": "rated", "metric": FAITH}]
 
 
 async def test_a_judge_without_error_rates_exports_none(endpoint_of) -> None:
     async with running_agent(StaticJudge({FAITH: 0.9}, name="plain"), sample_rate=1.0) as agent:
         s = await asyncio.to_thread(scrape, agent.metrics_port)
     assert s.labelsets(sc.M_JUDGE_SENSITIVITY) == [] and s.labelsets(sc.M_JUDGE_SPECIFICITY) == []
+    assert s.labelsets(sc.M_JUDGE_SCORE_GAP) == []

@@ -8,10 +8,12 @@ judge. promtool is the real one (Debian's prometheus package); nothing of PromQL
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import random
 from pathlib import Path
+from statistics import NormalDist
 
 import numpy as np
 import pytest
@@ -21,7 +23,7 @@ from ragmon.alerts import pools as pools_module
 from ragmon.alerts import promtool as pt
 from ragmon.alerts.cases import Case
 from ragmon.alerts.latency import LatencyModel
-from ragmon.alerts.level import level
+from ragmon.alerts.level import level, mean_level
 from ragmon.alerts.pools import CONTRADICTIONS, Pools, ScoredRow, build_pools
 from ragmon.alerts.report import summarize
 from ragmon.alerts.runner import Settings, simulate
@@ -296,3 +298,20 @@ def test_level_of_the_rise_tests_on_small_counts() -> None:
         assert level("arcsine", n, 7 * n, p, z) < 1.3 * alpha
     with pytest.raises(ValueError, match="unknown statistic"):
         level("wald", 30, 210, 0.1, z)
+
+
+def test_the_mean_test_holds_its_level_with_its_margin_and_window_on_skewed_scores() -> None:
+    """Scores of mostly good answers with a 5 % tail of low ones: a window's mean has a heavy low tail,
+    and the plain z fires many times its level on 30 traces; the rules' margin and minimum window keep
+    the mean test near its level (Monte Carlo over a million windows, seeded)."""
+    spec = importlib.util.spec_from_file_location("gen_rules_level", RULES.with_name("generate_rules.py"))
+    assert spec is not None and spec.loader is not None
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    z, z_mean, n_min = gen.DROP_Z, gen.DROP_Z + gen.MEAN_Z_MARGIN, gen.MIN_SCORED_MEAN_WINDOW
+    assert f"drop_z1h{{metric=\"faithfulness\"}} > {z_mean:g}" in RULES.read_text(encoding="utf-8")  # as shipped
+    alpha = 1.0 - NormalDist().cdf(z)
+    rng = np.random.default_rng(5)
+    scores = np.concatenate([rng.uniform(0.7, 1.0, 1900), rng.uniform(0.0, 0.5, 100)])
+    assert mean_level(scores, 30, z, draws=1_000_000, seed=1) > 3 * alpha
+    assert mean_level(scores, n_min, z_mean, draws=1_000_000, seed=1) < 1.5 * alpha

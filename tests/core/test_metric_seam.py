@@ -208,7 +208,7 @@ def test_unregister_takes_it_out_of_every_room() -> None:
     assert "diagnosis_answer_length_ok_threshold" not in settings_by_name()
     with pytest.raises(ConfigError, match="unknown setting"):
         load_agent_config({"diagnosis_answer_length_ok_threshold": 0.6}, environ={})
-    assert quality.alert_alpha() == pytest.approx(0.5 / (4 * HOURS_PER_30D_OF_WINDOWS))
+    assert quality.alert_alpha() == pytest.approx(0.5 / (7 * HOURS_PER_30D_OF_WINDOWS))
     gen = _rules_generator()
     assert [m.name for m in gen.quality_metrics()] == list(SHIPPED_ONLINE)
     assert not any("AnswerLengthOk" in a[1] for a in _alerts(gen.rules()))

@@ -11,6 +11,7 @@ import pytest
 
 from ragmon.cli import main
 from ragmon.errors import ConfigError
+from ragmon.scoring.error_rates import from_profile_meta
 from ragmon.scoring.local import LocalJudge
 from ragmon.scoring.local._profile import JUDGE_VERSION, JudgeProfile, load_profile, save_profile
 
@@ -65,6 +66,11 @@ def test_fit_writes_a_profile_that_the_judge_and_calibrate_use(
     assert set(rates) == {"faithfulness"}
     assert 0.0 <= rates["faithfulness"]["sensitivity"] <= 1.0 and 0.0 <= rates["faithfulness"]["specificity"] <= 1.0
     assert rates["faithfulness"]["sensitivity"] + rates["faithfulness"]["specificity"] > 1.0  # better than chance
+    # the score gap (passing minus failing answers' mean score, out of fold) reaches the agent's gauge
+    assert 0.0 < rates["faithfulness"]["score_gap"] <= 1.0
+    assert from_profile_meta(loaded.meta)["faithfulness"].score_gap == rates["faithfulness"]["score_gap"]
+    assert from_profile_meta({"error_rates": {"faithfulness": {"sensitivity": 0.7, "specificity": 0.7,
+                                                               "score_gap": -0.1}}})["faithfulness"].score_gap is None
     judge = LocalJudge(profile=profile)
     row = _rows(3)[1]
     scores = judge.score_sync(row["question"], row["contexts"], row["answer"])
