@@ -213,10 +213,13 @@ def _same_hour(expr: str, by: str, window: str | None = None) -> str:
     return f"sum by ({by}) (\n  " + "\n  or ".join(days) + "\n)"
 
 
-def _window_counts(stem: str, counter: str, by: str, w: str) -> list[dict[str, object]]:
+def _window_counts(stem: str, counter: str, by: str, w: str, *,
+                   hourly_baseline: bool = False) -> list[dict[str, object]]:
     """``{stem}:increase{w}`` and ``{stem}:increase{w}_same_hour_7d``: ``counter``'s increase over the last
     window ``w`` and over the same window of the past SEASONAL_DAYS days. A long window sums the hourly
-    counts recorded for WINDOW (``{stem}:increase1h``), read at whole hours."""
+    counts recorded for WINDOW (``{stem}:increase1h``), read at whole hours; with ``hourly_baseline`` its
+    baseline sums the hourly baselines too (``{stem}:increase1h_same_hour_7d``: the same sum, one subquery
+    instead of one per day)."""
     now, before = f"{stem}:increase{w}", f"{stem}:increase{w}_{SAME_HOUR}"
     if w == WINDOW:
         return [
@@ -224,9 +227,11 @@ def _window_counts(stem: str, counter: str, by: str, w: str) -> list[dict[str, o
             {"record": before, "expr": _same_hour(f"increase({counter}[{w}])", by, w)},
         ]
     hours, hourly = f"[{_seconds(w) - 1}s:{WINDOW}]", f"{stem}:increase{WINDOW}"
+    baseline = (f"sum_over_time({hourly}_{SAME_HOUR}{hours})" if hourly_baseline
+                else _same_hour(f"sum_over_time({hourly}{hours})", by, hours.strip("[]")))
     return [
         {"record": now, "expr": f"sum_over_time({hourly}{hours})"},
-        {"record": before, "expr": _same_hour(f"sum_over_time({hourly}{hours})", by, hours.strip("[]"))},
+        {"record": before, "expr": baseline},
     ]
 
 
@@ -280,8 +285,8 @@ def _mean_drop_rules(w: str) -> list[dict[str, object]]:
         f"ragmon:score_ratio:variance{w}_{b}"
     gap = "ragmon:judge_score_gap:ratio"
     rules = [
-        *_window_counts(sums, f"ragmon_score_ratio_sum{{{RATE_STREAM}}}", by, w),
-        *_window_counts(squares, f"ragmon_score_squared_ratio_total{{{RATE_STREAM}}}", by, w),
+        *_window_counts(sums, f"ragmon_score_ratio_sum{{{RATE_STREAM}}}", by, w, hourly_baseline=True),
+        *_window_counts(squares, f"ragmon_score_squared_ratio_total{{{RATE_STREAM}}}", by, w, hourly_baseline=True),
     ]
     if w != WINDOW:  # the hourly mean is recorded with the other means (rate over the same window)
         rules.append({"record": mean_w, "expr": f"{sums}:increase{w}\n/ on({by})\n({n_w} > 0)"})
