@@ -157,8 +157,9 @@ async def test_a_running_agent_judges_exports_and_diagnoses_it(toy: quality.Qual
 def test_the_rules_generator_gives_it_alerts_and_sizes_z_for_it(toy: quality.QualityMetric) -> None:
     gen = _rules_generator()
     assert [m.name for m in gen.quality_metrics()] == [*SHIPPED_ONLINE, TOY.name]
-    # five shares page now (four online metrics and the contradiction share): the agent's --alpha agrees
-    assert pytest.approx(0.5 / (5 * HOURS_PER_30D_OF_WINDOWS)) == gen.DROP_ALPHA
+    # nine tests page a window now (per online metric, four, its failing share's rise and its mean score's drop;
+    # the contradiction share's rise): the agent's --alpha agrees
+    assert pytest.approx(0.5 / (9 * HOURS_PER_30D_OF_WINDOWS)) == gen.DROP_ALPHA
     assert load_agent_config(environ={}).detect_alpha == gen.DROP_ALPHA == quality.alert_alpha()
     toy_alerts = [a for a in _alerts(gen.rules()) if a[1].startswith("RagmonAnswerLengthOk")]
     assert sorted(toy_alerts) == sorted(
