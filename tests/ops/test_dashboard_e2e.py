@@ -78,6 +78,12 @@ EMPTY_OK = {
     "ragmon_judge_specificity_ratio": "as ragmon_judge_sensitivity_ratio",
     "ragmon:judge_youden:ratio": "from the error-rate gauges (see above)",
     "ragmon:judge_false_positive:ratio": "from the error-rate gauges (see above)",
+    "ragmon_judge_score_gap_ratio": "the LLM judge under test has no measured score gap (no profile); "
+    "tests/agent/test_failing_share.py covers the export, windows_test.yml the mean test that reads it",
+    "ragmon:judge_score_gap:ratio": "from the score-gap gauge (see above)",
+    "ragmon:failing_share:mean_rise1h": "needs the score-gap gauge and the same-hour baseline (see above)",
+    "drop_z1h": "the mean score's drop test: needs the same-hour baseline (see above)",
+    "drop_z_limit1h": "the mean test's skew limit: from the same-hour baseline's mean and variance (see above)",
 }
 
 
