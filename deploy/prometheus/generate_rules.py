@@ -309,12 +309,16 @@ def _mean_drop_rules(w: str) -> list[dict[str, object]]:
             f"{_r(DROP_Z)} + {_r(round((DROP_Z ** 2 - 1) / 6, 4))} * {mean_b}\n"
             f"/ on({by})\nsqrt({var_b} * on({by}) ({n_w} > 0))"
         )},
-        {"record": f"ragmon:failing_share:mean_rise{w}", "expr": (
-            f"({mean_b} - on({by}) {mean_w})\n/ on(judge, metric) group_left() {gap}\n"
-            f"or\n({mean_b} - on({by}) {mean_w})"
-        )},
+        {"record": f"ragmon:failing_share:mean_rise{w}",
+         "expr": _divided_where_known(f"({mean_b} - on({by}) {mean_w})", gap, "judge, metric")},
     ]
     return rules
+
+
+def _divided_where_known(expr: str, divisor: str, on: str) -> str:
+    """``expr`` divided by the judge's ``divisor`` (its Youden's J or score gap) where the judge exports
+    one, and ``expr`` as is where it does not."""
+    return f"{expr}\n/ on({on}) group_left() {divisor}\nor\n{expr}"
 
 
 def _failing_share_rules(w: str) -> list[dict[str, object]]:
@@ -332,13 +336,10 @@ def _failing_share_rules(w: str) -> list[dict[str, object]]:
             f"clamp(\n  ({p_w} - on({jm}) group_left() {false_pos})\n  / on({jm}) group_left() {youden},\n  0, 1\n)"
             f"\nor\n{p_w}"
         )},
-        {"record": f"ragmon:failing_share:ci95_{w}", "expr": (
-            f"1.96 * sqrt({p_w} * (1 - {p_w}) / on({SPJM}) {n_w})\n"
-            f"/ on({jm}) group_left() {youden}\nor\n1.96 * sqrt({p_w} * (1 - {p_w}) / on({SPJM}) {n_w})"
-        )},
-        {"record": f"ragmon:failing_share:rise{w}", "expr": (
-            f"({p_w} - on({SPJM}) {p_b})\n/ on({jm}) group_left() {youden}\nor\n({p_w} - on({SPJM}) {p_b})"
-        )},
+        {"record": f"ragmon:failing_share:ci95_{w}",
+         "expr": _divided_where_known(f"1.96 * sqrt({p_w} * (1 - {p_w}) / on({SPJM}) {n_w})", youden, jm)},
+        {"record": f"ragmon:failing_share:rise{w}",
+         "expr": _divided_where_known(f"({p_w} - on({SPJM}) {p_b})", youden, jm)},
         *_mean_drop_rules(w),
     ]
 
@@ -434,9 +435,7 @@ def contradiction_rules(w: str) -> list[dict[str, object]]:
     youden = f'ragmon:judge_youden:ratio{{metric="{CONTRADICTIONS}"}}'
     rules = _share_rise_rules(events, f"ragmon_answers_contradicting_total{{{RATE_STREAM}}}", total,
                               f"ragmon_answers_checked_total{{{RATE_STREAM}}}", SPJ, w)
-    rules.append({"record": rise, "expr": (
-        f"({p_w} - on({SPJ}) {p_b})\n/ on(judge) group_left() {youden}\nor\n({p_w} - on({SPJ}) {p_b})"
-    )})
+    rules.append({"record": rise, "expr": _divided_where_known(f"({p_w} - on({SPJ}) {p_b})", youden, "judge")})
     sel = "{service=%q,pipeline=%q,judge=%q}"
     args = "$labels.service $labels.pipeline $labels.judge"
     pct = "humanizePercentage"
