@@ -198,6 +198,20 @@ def alert_alpha(pipelines: int = 1, budget_per_30d: float = PAGE_BUDGET_PER_30D)
     return budget_per_30d / tests
 
 
+# A judge's error rates correct the shares the alerts test (Rogan-Gladen: the flagged rise divided by
+# Youden's J = sensitivity + specificity - 1) only where J is at least this. Under it the correction is
+# noise: at J = 0.02 (the local judge's contradiction check on RAGTruth's conflicts) a flagged rise of
+# 1 point reads as 50, and any rise at all clears the minimum effect. There the rules, the sampler and
+# the simulation use the flagged share as it is, and the alert says so.
+MIN_CORRECTABLE_YOUDEN: Final = 0.1
+
+
+def correction_divisor(youden: float | None) -> float:
+    """What a judge's flagged shares are divided by: its J where it declares a usable one
+    (``MIN_CORRECTABLE_YOUDEN``), else 1 (uncorrected)."""
+    return youden if youden is not None and youden >= MIN_CORRECTABLE_YOUDEN else 1.0
+
+
 def is_failing(score: float, threshold: float | None) -> bool:
     """A judged trace fails a metric when its score is below the threshold (the failing-share alerts)."""
     return threshold is not None and score < threshold

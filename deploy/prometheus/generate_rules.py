@@ -122,6 +122,7 @@ FLOORS: dict[str, float] = {}
 FLOOR_FOR = "15m"
 FLOOR_SEVERITY = "warning"
 CONTRADICTIONS = "contradictions"  # the `metric` label of the contradiction check's error-rate gauges
+MIN_CORRECTABLE_YOUDEN = _load_quality_table().MIN_CORRECTABLE_YOUDEN  # J under it: shares uncorrected
 
 # --- latency ------------------------------------------------------------------------------------
 RETRIEVAL_P95_WARNING_S = 0.5
@@ -356,10 +357,11 @@ def recording_rules() -> dict[str, list[dict[str, object]]]:
         {"record": f"ragmon:score_ratio:mean{WINDOW}", "expr": mean(WINDOW)},
         # the judge's error rates (ragmon_judge_{sensitivity,specificity}_ratio, from the judge's
         # profile or its measured defaults): J = sensitivity + specificity - 1 turns observed
-        # shares into estimated true ones (Rogan-Gladen); judges without them stay uncorrected
+        # shares into estimated true ones (Rogan-Gladen); judges without them, and a J under
+        # quality.MIN_CORRECTABLE_YOUDEN (where the correction would be mostly noise), stay uncorrected
         {"record": youden, "expr": (
-            f"clamp_min(\n  max by ({jm}) (ragmon_judge_sensitivity_ratio)\n"
-            f"  + on({jm}) max by ({jm}) (ragmon_judge_specificity_ratio)\n  - 1,\n  0.05\n)"
+            f"max by ({jm}) (ragmon_judge_sensitivity_ratio)\n"
+            f"+ on({jm}) max by ({jm}) (ragmon_judge_specificity_ratio)\n- 1\n>= {_r(MIN_CORRECTABLE_YOUDEN)}"
         )},
         {"record": false_pos, "expr": f"1 - max by ({jm}) (ragmon_judge_specificity_ratio)"},
         # the judge's score gap (mean score of passing minus failing answers, labelled rows): turns a drop
@@ -442,6 +444,16 @@ def contradiction_rules(w: str) -> list[dict[str, object]]:
     share, before = _q(f'"{p_w}{sel}" {args}', pct), _q(f'"{p_b}{sel}" {args}', pct)
     n, n_before = _q(f'"{n_w}{sel}" {args}'), _q(f'"{n_b}{sel}" {args}')
     z_value = _q(f'"{z}{sel}" {args}', 'printf "%.1f"')
+    # corrected only where the judge's check has a usable J (quality.MIN_CORRECTABLE_YOUDEN): say which
+    corrected = (
+        "{{ with printf " + f'"ragmon:judge_youden:ratio{{metric=\\"{CONTRADICTIONS}\\",judge=%q}}" $labels.judge'
+        + " | query }}an estimated {{ $value | " + pct + " }} more answers "
+        "contradict their sources (the flagged rise corrected for the contradiction check's measured error rates, "
+        "Youden's J = {{ . | first | value | printf \"%.2f\" }}){{ else }}{{ $value | " + pct + " }} more answers "
+        "were flagged as contradicting their sources (not corrected: the judge exports no error rates for its "
+        f"contradiction check, or their Youden's J is under {_r(MIN_CORRECTABLE_YOUDEN)}, where a correction "
+        "would be mostly noise){{ end }}"
+    )
     for severity, step in (("warning", DROP_WARNING), ("critical", DROP_CRITICAL)):
         rules.append(_alert(
             CONTRADICTION_ALERT,
@@ -455,8 +467,7 @@ def contradiction_rules(w: str) -> list[dict[str, object]]:
             f"over {w}, +{{{{ $value | {pct} }}}} on the same {w} last week",
             f"{share} of {n} rate-sampled answers in the last {w} have a claim their contexts contradict (a changed "
             f"number, negation, name, date or unit) against {before} of {n_before} in the same {w} of the past "
-            f"{SEASONAL_DAYS} days: an estimated {{{{ $value | {pct} }}}} more answers contradict their sources "
-            f"(corrected for the contradiction check's measured error rates where the judge exports them). The "
+            f"{SEASONAL_DAYS} days: {corrected}. The "
             f"rise is significant: z = {z_value} (pages above {_r(DROP_Z)}); the {severity} step is "
             f"{_r(step * 100)} points. The agent's /worst lists the contradicted claims with the context sentence "
             "that decides each: usually the model or prompt changed.",

@@ -158,7 +158,7 @@ def simulate_pipeline(
     # a contradiction's value is 0 (1: a clean answer), so it "fails" under 0.5
     thr = np.array([0.5 if m == CONTRADICTIONS else thresholds.get(m, quality.metric(m).threshold) for m in metrics])
     fed = [j for j, m in enumerate(metrics) if m != CONTRADICTIONS]  # the agent's sampler sees score metrics
-    scale = np.array([1.0 / max(0.05, youden.get(m, 1.0)) for m in metrics])
+    scale = np.array([1.0 / quality.correction_divisor(youden.get(m)) for m in metrics])
 
     now = [0.0]
     power: PowerSampler | None = None

@@ -51,7 +51,6 @@ PRIOR_WEIGHT = 30  # the prior counts as this many scores (shrinks early estimat
 BASELINE_WINDOWS = 7  # the drop alerts' baseline: the same hour of 7 days (generate_rules.py SEASONAL_DAYS)
 UPDATE_EVERY_S = 60.0  # rates are recomputed at most this often (one rate per minute per pipeline)
 CAPACITY_SAFETY = 0.8  # plan for this share of the judge's estimated capacity
-MIN_YOUDEN = 0.05  # as the rules' clamp: a judge no better than chance is not divided by ~0
 
 
 def z_sum(alpha: float, power: float) -> float:
@@ -271,7 +270,7 @@ class PowerSampler:
     def observe_shares(self, key: Hashable, failing: Mapping[str, bool], youden: Mapping[str, float]) -> None:
         """One rate-sampled trace's failing flags, in the alerts' corrected unit (flag / J)."""
         for metric, flag in failing.items():
-            self.observe_batch(key, metric, (float(flag) / max(MIN_YOUDEN, youden.get(metric, 1.0)),))
+            self.observe_batch(key, metric, (float(flag) / quality.correction_divisor(youden.get(metric)),))
 
     def observe_batch(self, key: Hashable, metric: str, values: Iterable[float]) -> None:
         """Many rate-stream scores of one metric at once (simulations, benchmarks)."""

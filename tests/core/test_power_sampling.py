@@ -8,6 +8,7 @@ import random
 
 import pytest
 
+from ragmon import quality
 from ragmon import semconv as sc
 from ragmon.agent.command import config_from_args
 from ragmon.cli import build_parser
@@ -51,6 +52,26 @@ def _drive(sampler: PowerSampler, clock: Clock, traffic: dict[str, float], minut
             for _ in range(judged):
                 sampler.observe_shares(key, {"faithfulness": rng.random() < FAILING}, {"faithfulness": YOUDEN})
     sampler.update()
+
+
+def test_a_judge_whose_j_is_too_small_to_correct_is_sized_in_the_flagged_unit() -> None:
+    # the rules divide a flagged rise by J only where J >= quality.MIN_CORRECTABLE_YOUDEN (0.1); the sampler
+    # sizes the sample for the same test: a J of 0.03 is not divided by (it would ask 1,100x more traces)
+    assert quality.correction_divisor(0.5) == 0.5
+    assert quality.correction_divisor(0.03) == quality.correction_divisor(None) == 1.0
+    plans = {}
+    for youden in (0.03, 1.0, 0.5):
+        clock, rng = Clock(), random.Random(5)
+        sampler = PowerSampler(PowerTarget(drop=0.05), clock=clock)
+        for _ in range(90):
+            clock.now += 60
+            sampler.observe_traffic("p", 50.0 * 60)
+            for _ in range(max(1, round(50.0 * 60 * sampler.rate_for("p")))):
+                sampler.observe_shares("p", {"faithfulness": rng.random() < FAILING}, {"faithfulness": youden})
+        sampler.update()
+        plans[youden] = sampler.plans()["p"].rate
+    assert plans[0.03] == pytest.approx(plans[1.0], rel=0.05)
+    assert plans[0.5] > 3 * plans[1.0]  # a usable J of 0.5 is divided by: four times the variance
 
 
 def test_busy_pipeline_is_judged_rarely_and_quiet_one_cannot_reach_the_target() -> None:
