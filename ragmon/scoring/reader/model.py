@@ -25,7 +25,7 @@ SUPPORTED, UNSUPPORTED, CONTRADICTED = 0, 1, 2
 BATCH_SIZE = 16  # pairs a run at most (length_buckets cuts smaller ones where padding would cost more)
 MODEL_FILE = "reader-int8.onnx"
 # sha256 of the shipped file: written by export.py's run (docs/judges.md#the-reader)
-READER_SHA256 = "8002df20b75db995e3cf520bb552132fba151fb44febbb1e9331c417bd9136b2"
+READER_SHA256 = "0926b2998701988cdb12c562e1295afe1cb2d836d28e1065335533c4422d0923"
 
 
 def bundled_path() -> Path:

@@ -2,8 +2,10 @@
 
 One function for training and inference, so the reader is trained on exactly the windows it will
 see. Sentences are ranked by the rarity-weighted share of the claim's content words they hold
-(a rare shared word — a name, a number — counts more than "make"); the best ``k`` are kept in the
-order the sources give them, each cut to a word budget, so truncation never drops the best one.
+(a rare shared word — a name, a number — counts more than "make"); of the best ``k``, a sentence
+that holds none of the claim's words the better ones lack is left out (it costs the reader tokens and
+gives it nothing to check the claim against); the rest are kept in the order the sources give them,
+each cut to a word budget, so truncation never drops the best one.
 ``copies`` says whether a claim is a verbatim copy of a context sentence (not worth reading).
 Pure and I/O-free.
 """
@@ -21,7 +23,7 @@ from ..text import NEGATIONS, content_tokens, split_sentences
 # the punctuation in _IGNORED is dropped, so "$", "%", "-" and "/" stay and must match too.
 _TOKEN = re.compile(r"\w+(?:[.,]\d+)*(?:['’]\w+)?|\S")
 _IGNORED = frozenset(".,;:!?\"'“”‘’()[]{}…*`")
-WINDOW_SENTENCES = 3  # sentences per premise window
+WINDOW_SENTENCES = 3  # sentences per premise window at most
 MAX_SENTENCE_WORDS = 48  # a longer sentence is cut around its best-matching part
 MAX_CLAIM_WORDS = 40
 
@@ -68,9 +70,10 @@ def sentence_words(sentences: Sequence[str]) -> list[frozenset[str]]:
 
 
 def claim_window(claim: str, sentences: Sequence[str], k: int = WINDOW_SENTENCES,
-                 words: Sequence[frozenset[str]] | None = None) -> Window:
+                 words: Sequence[frozenset[str]] | None = None, prune: bool = True) -> Window:
     """The ``k`` sentences of ``sentences`` that share most with ``claim``, in source order (``words``:
-    their ``sentence_words``, when already known)."""
+    their ``sentence_words``, when already known); with ``prune`` (the reader's use), those below the
+    best that add none of the claim's words are left out."""
     claim_words = set(content_tokens(claim))
     if not sentences:
         return Window((), "", 0.0)
@@ -81,8 +84,15 @@ def claim_window(claim: str, sentences: Sequence[str], k: int = WINDOW_SENTENCES
     for i, held in enumerate(words):
         scores.append((sum(weight[w] for w in claim_words & held) / total, -i))
     order = sorted(range(len(sentences)), key=lambda i: scores[i], reverse=True)
-    chosen = sorted(order[:k])
-    covered = claim_words & {w for i in chosen for w in words[i]}
+    kept: list[int] = []
+    covered: set[str] = set()
+    for i in order[:k]:
+        new = (claim_words & words[i]) - covered
+        if prune and kept and not new:
+            continue
+        kept.append(i)
+        covered |= claim_words & words[i]
+    chosen = sorted(kept)
     return Window(
         sentences=tuple(_cut(sentences[i], claim_words, MAX_SENTENCE_WORDS) for i in chosen),
         best=sentences[order[0]],
