@@ -240,7 +240,8 @@ CONFINED = {
     "grpc": ("ragmon.ingest.",),
     "aiokafka": ("ragmon.ingest.kafka.", "ragmon.sdk.kafka_exporter"),
     "httpx": ("ragmon.scoring.llm.", "ragmon.demo.runner"),
-    "onnx": ("ragmon.scoring.local.", "ragmon.scoring.reader.export", "ragmon.scoring.reader.fixed_ranges"),
+    "onnx": ("ragmon.scoring.local.", "ragmon.scoring.reader.export", "ragmon.scoring.reader.fixed_ranges",
+             "ragmon.scoring.reader.seven_bit"),
     # one shared runner loads every model (the embedder's and the reader's); export quantizes and
     # fixed_ranges measures the activations' ranges at export
     "onnxruntime": ("ragmon.scoring.onnx_runner", "ragmon.scoring.reader.export", "ragmon.scoring.reader.fixed_ranges"),

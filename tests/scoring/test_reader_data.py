@@ -115,6 +115,39 @@ def test_stage_two_reads_pruned_windows_and_stage_one_full_ones(tmp_path: Path) 
     assert "Refunds are popular." not in pruned.premise and "Refunds are popular." in full.premise
 
 
+# Two sentences share the same four words with the claim: a tie that the earlier sentence must win in
+# every process. A plain float sum over the shared words follows the set's iteration order, which
+# follows the string hash seed, and broke this tie differently under PYTHONHASHSEED=2.
+_TIE = """
+import ragmon.scoring.local
+from ragmon.scoring.reader import windows
+claim = "Tim's day exciting because Tim and his little sisters were going to have a campfire in the backyard."
+sentences = ["Tim's mom was taking him and his little sisters, Rebecca and Georgia, to the beach!",
+             "After their picnic lunch, Tim's mom was going to light a campfire and they were going to eat "
+             "toasted marshmallows.",
+             "Tim and his mom and his two little sisters hopped into the van.",
+             "It also felt great on Tim's toes, and his little sisters giggled when the waves hit them."]
+print(repr(windows.claim_window(claim, sentences, prune=False)))
+"""
+
+
+def test_the_window_is_the_same_whatever_the_string_hash_seed() -> None:
+    # the reader's training pairs (and so the recipe's model) and a trace's verdicts must not depend
+    # on the process that built them
+    import os
+    import subprocess
+    import sys
+
+    seen = set()
+    for seed in range(8):
+        env = {**os.environ, "PYTHONHASHSEED": str(seed)}
+        run = subprocess.run([sys.executable, "-c", _TIE], env=env, capture_output=True, text=True, check=True)
+        seen.add(run.stdout)
+    assert len(seen) == 1, seen
+    (window,) = seen
+    assert "hopped into the van" in window and "giggled" not in window  # the earlier of the tied sentences
+
+
 def test_a_long_sentence_is_cut_around_what_the_claim_shares() -> None:
     long = " ".join(["filler"] * 80 + ["the", "bridge", "opened", "in", "1937"] + ["filler"] * 80)
     w = windows.claim_window("The bridge opened in 1937.", [long], k=1)

@@ -214,6 +214,7 @@ def test_fixed_ranges_quantize_each_row_on_its_own(tmp_path: Path) -> None:
     import onnxruntime as ort
 
     from ragmon.scoring.reader.fixed_ranges import activation_ranges, quantized_inputs, with_fixed_ranges
+    from ragmon.scoring.reader.seven_bit import seven_bit_weights
 
     dynamic = _dynamic_int8_model(tmp_path)
     assert len(quantized_inputs(dynamic)) == 2
@@ -228,6 +229,8 @@ def test_fixed_ranges_quantize_each_row_on_its_own(tmp_path: Path) -> None:
     assert ranges[first] == (float(x_calibration[:, :4].min()), float(x_calibration[:, :4].max()))
     fixed, rewritten = with_fixed_ranges(dynamic, ranges)
     assert rewritten == 2
+    fixed, halved = seven_bit_weights(fixed)  # full-range weights clip in AVX2's int16 sums (seven_bit.py)
+    assert halved == 2
     ops = [n.op_type for n in onnx.load_from_string(fixed).graph.node]
     assert "DynamicQuantizeLinear" not in ops and ops.count("MatMulIntegerToFloat") == 2
     run = ort.InferenceSession(fixed, providers=["CPUExecutionProvider"])
@@ -253,3 +256,36 @@ def _weights(model_bytes: bytes, name: str) -> np.ndarray:
     if name in inits:
         return inits[name].astype(np.float32)
     return inits[name + "_quantized"].astype(np.float32) * inits[name + "_scale"]
+
+
+def test_seven_bit_weights_halve_each_weight_and_double_its_scale(tmp_path: Path) -> None:
+    import onnx
+    from onnx import numpy_helper
+
+    from ragmon.scoring.reader.fixed_ranges import activation_ranges, quantized_inputs, with_fixed_ranges
+    from ragmon.scoring.reader.seven_bit import LIMIT, seven_bit_weights, widest_weight
+
+    dynamic = _dynamic_int8_model(tmp_path)
+    rng = np.random.default_rng(3)
+    feed = {"x": rng.normal(size=(2, 5, 8)).astype(np.float32), "attention_mask": np.ones((2, 5), np.int64)}
+    full, _ = with_fixed_ranges(dynamic, activation_ranges(dynamic, [feed]))
+    assert widest_weight(full) == 127  # per-column symmetric int8: each column reaches 127
+    seven, halved = seven_bit_weights(full)
+    assert halved == len(quantized_inputs(dynamic)) == 2 and widest_weight(seven) == LIMIT
+    before = {i.name: numpy_helper.to_array(i) for i in onnx.load_from_string(full).graph.initializer}
+    after = {i.name: numpy_helper.to_array(i) for i in onnx.load_from_string(seven).graph.initializer}
+    for node in onnx.load_from_string(seven).graph.node:
+        if node.op_type == "MatMulIntegerToFloat":
+            weight, scale = node.input[1], node.input[3]
+            assert np.array_equal(after[weight], np.rint(before[weight] / 2.0).astype(np.int8))
+            assert np.allclose(after[scale], 2.0 * before[scale])
+            # the dequantized weight moves by at most half of its new step
+            moved = np.abs(after[weight] * after[scale] - before[weight] * before[scale])
+            assert (moved <= after[scale] / 2 + 1e-7).all()
+    assert seven_bit_weights(seven) == (seven, 0)  # already 7 bits: returned as is
+
+
+def test_the_shipped_reader_holds_its_weights_to_seven_bits() -> None:
+    from ragmon.scoring.reader.seven_bit import LIMIT, widest_weight
+
+    assert 0 < widest_weight(model.bundled_path().read_bytes()) <= LIMIT

@@ -5,6 +5,7 @@ features. ``support`` runs the same claim checks against any other texts (offlin
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -278,7 +279,7 @@ def sentences_to_embed(
     for sents in ctx_sentences:
         stop = start + len(sents)
         ranked = sorted(
-            ((sum(rarity(t) for t in sentence_facts[j].tokens & wanted), -j) for j in range(start, stop)),
+            ((math.fsum(rarity(t) for t in sentence_facts[j].tokens & wanted), -j) for j in range(start, stop)),
             reverse=True,
         )
         keep = {-j for score, j in ranked[:per_context] if score > 0} or {-ranked[0][1]}

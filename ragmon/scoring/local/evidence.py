@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -186,9 +187,9 @@ def check_claims(
         grams = _bigrams(claim_token_lists[i])
         bigram_cov = len(grams & context_bigrams) / len(grams) if grams else coverage
         weights = {t: rarity(t) for t in cf.tokens}
-        total_weight = sum(weights.values())
+        total_weight = math.fsum(weights.values())
         novel = cf.tokens - all_tokens
-        rare_novel = sum(weights[t] for t in novel)
+        rare_novel = math.fsum(weights[t] for t in novel)
         run = longest = 0
         for tok in claim_token_lists[i]:
             run = run + 1 if tok not in all_tokens else 0

@@ -357,11 +357,11 @@ def context_features(question_text: str, question: TextFacts, contexts: Sequence
     n = len(contexts)
     # in-trace IDF: a question word found in every context says little about which is relevant
     idf = {t: math.log((n + 1) / (sum(t in c.tokens for c in contexts) + 0.5)) + 1.0 for t in q_tokens}
-    idf_total = sum(idf.values())
+    idf_total = math.fsum(idf.values())
     raw = []
     for c in contexts:
         coverage = len(q_tokens & c.tokens) / len(q_tokens) if q_tokens else 0.0
-        idf_cov = sum(idf[t] for t in q_tokens & c.tokens) / idf_total if idf_total else 0.0
+        idf_cov = math.fsum(idf[t] for t in q_tokens & c.tokens) / idf_total if idf_total else 0.0
         ents = question.entities
         first_words = set(content_tokens(" ".join(c.sentences[0].split()[:6]))) if c.sentences else set()
         is_definition = any(_DEFINITION.search(s) for s in c.sentences[:3]) and bool(first_words & q_tokens)

@@ -1,11 +1,13 @@
 """The trained reader to the shipped file: ONNX (torch's exporter), then int8 weights with
-onnxruntime's dynamic quantization, then the attention's NaN guards removed (``without_nan_guards``)
-and the activations' ranges fixed (``fixed_ranges``: measured on the first ``CALIBRATION_PAIRS``
-training pairs of stage 2, so no verdict depends on its batch), then a check that the int8 model
-says what the trained one says on probe pairs, and the model card.
+onnxruntime's dynamic quantization (7-bit weights: ``seven_bit``, the same integers on AVX2-only and
+VNNI CPUs), then the attention's NaN guards removed (``without_nan_guards``) and the activations'
+ranges fixed (``fixed_ranges``: measured on the first ``CALIBRATION_PAIRS`` training pairs of stage 2,
+so no verdict depends on its batch), then a check that the int8 model says what the trained one says
+on probe pairs, and the model card.
 
     python -m ragmon.scoring.reader.export --checkpoint .cache/reader/best
     python -m ragmon.scoring.reader.export --only-rewrite   # the same rewrites of the shipped file
+                                                            # (its weights halved to 7 bits if wider)
 
 Writes ``assets/reader-int8.onnx``, ``assets/reader-card.json`` (sources, command, metrics, the
 probe pairs with the fp32 and int8 probabilities) and prints the file's sha256, which goes into
@@ -28,6 +30,7 @@ from ... import env as ragmon_env
 from ..onnx_runner import file_sha256
 from .data import build_pairs, default_benchdata, manifest
 from .fixed_ranges import activation_ranges, quantized_inputs, with_fixed_ranges
+from .seven_bit import seven_bit_weights
 
 ASSETS = Path(__file__).with_name("assets")
 MODEL_FILE = "reader-int8.onnx"
@@ -36,9 +39,9 @@ log = logging.getLogger("ragmon.reader.export")
 # Training pairs the activations' ranges are measured on (stage 2's order: RAGTruth training-fold
 # claims, their one-edit contradictions and replayed NLI pairs; never a dev or held-out pair)
 CALIBRATION_PAIRS = 1500
-INT8_NOTE = (f"int8 weights (per column) and activations (one fixed uint8 range per product input, measured on "
-             f"the first {CALIBRATION_PAIRS} stage-2 training pairs): a claim's probabilities do not depend on "
-             f"its batch")
+INT8_NOTE = (f"int8 weights (per column, held to 7 bits: |q| <= 64, so AVX2-only and VNNI CPUs compute the same "
+             f"integers) and activations (one fixed uint8 range per product input, measured on the first "
+             f"{CALIBRATION_PAIRS} stage-2 training pairs): a claim's probabilities do not depend on its batch")
 
 # Probe pairs: the exported int8 model must agree with the trained fp32 one on these (tests read
 # them back from the card and rerun the shipped file).
@@ -111,7 +114,9 @@ def export(checkpoint: Path, calibration: list[tuple[str, str]], out_dir: Path =
         )
         onnx.checker.check_model(str(fp32_path))
         target = out_dir / MODEL_FILE
-        quantize_dynamic(str(fp32_path), str(target), weight_type=QuantType.QInt8, per_channel=True)
+        # reduce_range: 7-bit weights, so AVX2's saturating int16 sums never clip (seven_bit.py)
+        quantize_dynamic(str(fp32_path), str(target), weight_type=QuantType.QInt8, per_channel=True,
+                         reduce_range=True)
     rewrite(target, calibration)
     return probed(target, fp32)
 
@@ -135,8 +140,9 @@ def calibration_pairs(data_dir: Path, benchdata: Path) -> list[tuple[str, str]]:
 
 
 def rewrite(path: Path, calibration: list[tuple[str, str]]) -> dict[str, int]:
-    """``without_nan_guards`` and ``with_fixed_ranges`` (ranges measured on ``calibration``) on the
-    model file at ``path``, in place; how many guards and products each rewrote (0: already done)."""
+    """``without_nan_guards``, ``with_fixed_ranges`` (ranges measured on ``calibration``) and
+    ``seven_bit_weights`` on the model file at ``path``, in place; how many guards, products and
+    weights each rewrote (0: already done)."""
     from .model import BATCH_SIZE, pair_feeds, pair_tokenizer
 
     model, guards = without_nan_guards(path.read_bytes())
@@ -144,9 +150,10 @@ def rewrite(path: Path, calibration: list[tuple[str, str]]) -> dict[str, int]:
     if quantized_inputs(model):
         feeds = (f for _, f, _ in pair_feeds(pair_tokenizer(), calibration, BATCH_SIZE))
         model, products = with_fixed_ranges(model, activation_ranges(model, feeds))
-    if guards or products:
+    model, weights = seven_bit_weights(model)
+    if guards or products or weights:
         path.write_bytes(model)
-    return {"nan_guards_removed": guards, "products_with_fixed_ranges": products}
+    return {"nan_guards_removed": guards, "products_with_fixed_ranges": products, "weights_halved_to_7_bits": weights}
 
 
 def rewrite_shipped(out_dir: Path, calibration: list[tuple[str, str]]) -> dict[str, Any]:
@@ -154,10 +161,14 @@ def rewrite_shipped(out_dir: Path, calibration: list[tuple[str, str]]) -> dict[s
     (the trained model's probabilities come from the card: no torch needed)."""
     card: dict[str, Any] = json.loads((out_dir / CARD_FILE).read_text(encoding="utf-8"))
     target = out_dir / MODEL_FILE
-    log.info("rewrites: %s", rewrite(target, calibration))
+    done = rewrite(target, calibration)
+    log.info("rewrites: %s", done)
     result = probed(target, np.array([p["fp32"] for p in card["probes"]]))
     card.update(sha256=result["sha256"], bytes=result["bytes"], probes=result["probes"],
                 probe_max_abs_diff_fp32_vs_int8=result["max_abs_diff"], int8=INT8_NOTE)
+    if any(done.values()):  # what was done to the exported file since, and how
+        card.setdefault("rewrites", []).append({"command": "python -m ragmon.scoring.reader.export --only-rewrite",
+                                                **{k: v for k, v in done.items() if v}})
     (out_dir / CARD_FILE).write_text(json.dumps(card, indent=1) + "\n", encoding="utf-8")
     return result
 

@@ -25,7 +25,7 @@ SUPPORTED, UNSUPPORTED, CONTRADICTED = 0, 1, 2
 BATCH_SIZE = 16  # pairs a run at most (length_buckets cuts smaller ones where padding would cost more)
 MODEL_FILE = "reader-int8.onnx"
 # sha256 of the shipped file: written by export.py's run (docs/judges.md#the-reader)
-READER_SHA256 = "0926b2998701988cdb12c562e1295afe1cb2d836d28e1065335533c4422d0923"
+READER_SHA256 = "6eabc3346b608ebbe27471536011e8dcfc07b820e1db1a8acf9ab99c867d93c5"
 
 
 def bundled_path() -> Path:

@@ -84,23 +84,28 @@ def evaluate(model: Any, tokenizer: Any, dev: list[Pair]) -> dict[str, float]:
     import torch
 
     model.eval()
-    by_index: dict[int, np.ndarray] = {}
+    probs = np.zeros((len(dev), 3), dtype=np.float32)
     with torch.no_grad():
         for chunk in batches(dev, tokenizer, 64, 0):
             out = model(**encode(tokenizer, [dev[i] for i in chunk])).logits
-            p = torch.softmax(out, dim=-1).numpy()
-            for j, i in enumerate(chunk):
-                by_index[i] = p[j]
+            probs[chunk] = torch.softmax(out, dim=-1).numpy()
     model.train()
+    return dev_metrics(dev, probs)
+
+
+def dev_metrics(dev: list[Pair], probs: np.ndarray) -> dict[str, float]:
+    """The dev split's metrics from each pair's (supported, unsupported, contradicted) probabilities:
+    supported-vs-not AUC per source group, one-edit contradictions read as contradicted, and the
+    score checkpoints are chosen by. Shared by training (fp32) and bench/reader_dev.py (the int8 file)."""
     result: dict[str, float] = {}
     for group in ("docnli", "ragtruth", "edit"):
         idx = [i for i, p in enumerate(dev) if p.source.startswith(group)]
-        pos = [float(by_index[i][0]) for i in idx if dev[i].label == SUPPORTED]
-        neg = [float(by_index[i][0]) for i in idx if dev[i].label != SUPPORTED]
+        pos = [float(probs[i][0]) for i in idx if dev[i].label == SUPPORTED]
+        neg = [float(probs[i][0]) for i in idx if dev[i].label != SUPPORTED]
         result[f"{group}_auc"] = auc(pos, neg)
     edits = [i for i, p in enumerate(dev) if p.source.startswith("edit-") and p.label == 2]
     result["edit_contradicted_acc"] = (
-        float(np.mean([by_index[i].argmax() == 2 for i in edits])) if edits else float("nan"))
+        float(np.mean([probs[i].argmax() == 2 for i in edits])) if edits else float("nan"))
     parts = [v for v in (result["docnli_auc"], result["ragtruth_auc"], result["edit_contradicted_acc"])
              if not math.isnan(v)]
     result["score"] = float(np.mean(parts))

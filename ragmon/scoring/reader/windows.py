@@ -12,6 +12,7 @@ Pure and I/O-free.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -79,10 +80,12 @@ def claim_window(claim: str, sentences: Sequence[str], k: int = WINDOW_SENTENCES
         return Window((), "", 0.0)
     words = words if words is not None else sentence_words(sentences)
     weight = {w: rarity(w) for w in claim_words}
-    total = sum(weight.values()) or 1.0
+    # fsum: a correctly rounded sum, the same in every process whatever order the set iterates in
+    # (a plain sum's last bits follow the string hash seed and broke ties between equal sentences)
+    total = math.fsum(weight.values()) or 1.0
     scores = []
     for i, held in enumerate(words):
-        scores.append((sum(weight[w] for w in claim_words & held) / total, -i))
+        scores.append((math.fsum(weight[w] for w in claim_words & held) / total, -i))
     order = sorted(range(len(sentences)), key=lambda i: scores[i], reverse=True)
     kept: list[int] = []
     covered: set[str] = set()
@@ -91,12 +94,12 @@ def claim_window(claim: str, sentences: Sequence[str], k: int = WINDOW_SENTENCES
         if prune and kept and not new:
             continue
         kept.append(i)
-        covered |= claim_words & words[i]
+        covered |= new
     chosen = sorted(kept)
     return Window(
         sentences=tuple(_cut(sentences[i], claim_words, MAX_SENTENCE_WORDS) for i in chosen),
         best=sentences[order[0]],
-        overlap=sum(weight[w] for w in covered) / total,
+        overlap=math.fsum(weight[w] for w in covered) / total,
     )
 
 

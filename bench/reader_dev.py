@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""The reader's dev metrics on an int8 file as the judge runs it (onnxruntime, no torch): the same
+metrics training chooses its checkpoints by (``train.dev_metrics``), on the same dev pairs (the
+split ``data.build_pairs`` carves from the training sources: never a held-out row), beside the fp32
+numbers of the model card's best checkpoint of each stage.
+
+    python bench/reader_dev.py                                   # the shipped file
+    python bench/reader_dev.py --model X/reader-int8.onnx --card X/reader-card.json --out r.json
+
+This is how a retrained reader is compared with the shipped one ("reproduces its dev metrics within
+±0.01"), and how much the int8 export moves them. The DocNLI sources come from
+``--data-dir`` / ``RAGMON_READER_DATA`` (checked against the reader's data manifest), the RAGTruth dev
+halves from the bench data (``make benchdata``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench._benchdata import benchdata_dir  # noqa: E402
+from ragmon import env as ragmon_env  # noqa: E402
+from ragmon.scoring import local as _local  # noqa: E402,F401  (imports the judge's modules in their order)
+from ragmon.scoring.reader.data import build_pairs  # noqa: E402
+from ragmon.scoring.reader.export import CARD_FILE  # noqa: E402
+from ragmon.scoring.reader.model import Reader, bundled_path  # noqa: E402
+from ragmon.scoring.reader.train import dev_metrics  # noqa: E402
+
+
+def cpu() -> str:
+    model, flags = platform.processor() or "unknown", ""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+        model = next(line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name"))
+        have = next(line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags"))
+        flags = " ".join(f for f in ("avx2", "avx512f", "avx512_vnni", "avx_vnni") if f in have)
+    except (OSError, StopIteration):
+        pass
+    return f"{model} ({flags or 'no AVX2'}), {os.cpu_count()} cores"
+
+
+def card_best(card: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each stage's best dev evaluation in the card (the checkpoint the next step started from)."""
+    return [max(stage["dev"], key=lambda e: e["score"]) for stage in card.get("stages", []) if stage.get("dev")]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--model", type=Path, default=bundled_path())
+    ap.add_argument("--card", type=Path, default=None, help="its model card (default: beside the model)")
+    ap.add_argument("--data-dir", type=Path,
+                    default=Path(os.environ.get(ragmon_env.READER_DATA, ROOT / ".cache" / "reader-data")))
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--out", type=Path, default=None, metavar="RESULT.json")
+    args = ap.parse_args(argv)
+    card_path = args.card or args.model.with_name(CARD_FILE)
+    card = json.loads(card_path.read_text(encoding="utf-8"))
+    reader = Reader(args.model, sha256=None, threads=args.threads)
+    result: dict[str, Any] = {"model": str(args.model), "sha256": reader.sha256, "cpu": cpu(), "stages": []}
+    for stage, fp32 in zip((1, 2), card_best(card) + [{}] * 2, strict=False):
+        pairs = build_pairs(args.data_dir, benchdata_dir(), stage=stage, download=False)
+        dev = [p for p in pairs if p.split == "dev"]
+        started = time.perf_counter()
+        probs = reader.read([(p.premise, p.claim) for p in dev])
+        int8 = dev_metrics(dev, np.asarray(probs))
+        entry = {"stage": stage, "dev_pairs": len(dev), "seconds": round(time.perf_counter() - started, 1),
+                 "int8": int8, "card_fp32_best": fp32}
+        result["stages"].append(entry)
+        label = f"; the card's fp32 stage-{stage} checkpoint, step {fp32['step']}, in brackets" if fp32 else ""
+        print(f"stage {stage} dev ({len(dev)} pairs{label}): " + "  ".join(
+            f"{k} {v:.3f}" + (f" (card: {fp32[k]:.3f})" if k in fp32 else "")
+            for k, v in int8.items()), flush=True)
+    if args.out:
+        args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
