@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from fit_local_judge import with_weight_blocks  # noqa: E402
+from retrievers.harness import cpu_model  # noqa: E402
 
 from bench._benchdata import require  # noqa: E402
 from ragmon.calibration import stats  # noqa: E402
@@ -201,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
                 "stacked + reader caps, out of fold": capped(oof, feats, reader=True)}
     result: dict[str, Any] = {"rows": "RAGTruth dev halves, the reader's held-out fold (never trained on)",
                               "reader_sha256": file_sha256(judge.reader.path) if judge.reader else None,
+                              "cpu": cpu_model(),  # int8 products differ by CPU (reader/seven_bit.py)
                               "weights": full.raw_weights(), "sets": {}}
     conflict = np.array([r["conflict"] for r in rs])
     for s in SETS:

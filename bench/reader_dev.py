@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -28,6 +27,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from retrievers.harness import cpu_model  # noqa: E402
 
 from bench._benchdata import benchdata_dir  # noqa: E402
 from ragmon import env as ragmon_env  # noqa: E402
@@ -36,18 +38,6 @@ from ragmon.scoring.reader.data import build_pairs  # noqa: E402
 from ragmon.scoring.reader.export import CARD_FILE  # noqa: E402
 from ragmon.scoring.reader.model import Reader, bundled_path  # noqa: E402
 from ragmon.scoring.reader.train import dev_metrics  # noqa: E402
-
-
-def cpu() -> str:
-    model, flags = platform.processor() or "unknown", ""
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-        model = next(line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name"))
-        have = next(line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags"))
-        flags = " ".join(f for f in ("avx2", "avx512f", "avx512_vnni", "avx_vnni") if f in have)
-    except (OSError, StopIteration):
-        pass
-    return f"{model} ({flags or 'no AVX2'}), {os.cpu_count()} cores"
 
 
 def card_best(card: dict[str, Any]) -> list[dict[str, Any]]:
@@ -67,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     card_path = args.card or args.model.with_name(CARD_FILE)
     card = json.loads(card_path.read_text(encoding="utf-8"))
     reader = Reader(args.model, sha256=None, threads=args.threads)
-    result: dict[str, Any] = {"model": str(args.model), "sha256": reader.sha256, "cpu": cpu(), "stages": []}
+    result: dict[str, Any] = {"model": str(args.model), "sha256": reader.sha256, "cpu": cpu_model(), "stages": []}
     for stage, fp32 in zip((1, 2), card_best(card) + [{}] * 2, strict=False):
         pairs = build_pairs(args.data_dir, benchdata_dir(), stage=stage, download=False)
         dev = [p for p in pairs if p.split == "dev"]
