@@ -39,6 +39,7 @@ from bench._benchdata import benchdata_file  # noqa: E402  (the labelled dev set
 OUT = ROOT / "docs" / "alerts-simulation"
 DETECT_DROP = 0.08  # power-based sampling sized for the critical step
 FLEET = 100
+FLEET_CHUNKS, FLEET_CHUNK_DAYS = 3, 10  # with the first fleet cell's 3 days: 33 fleet-days
 
 
 def cpu() -> str:
@@ -137,6 +138,12 @@ def cells(work: Path) -> list[tuple[str, list[str]]]:
     out.append((f"fleet{FLEET}-1rps-incidents", [qa, "--rate", "1", *fleet, *steps]))
     out.append((f"fleet{FLEET}-1rps-stationary", [qa, "--rate", "1", *fleet, "--cases", "stationary", "--runs", "1",
                                                   "--pipelines", str(FLEET), "--days", "3", "--chunk", "20"]))
+    # more fleet-days, one seed a cell (~2 h of promtool each on 2 cores: run them one at a time, across
+    # sessions, with --only); write_table adds every fleet cell's pages and days up
+    for seed in range(1, FLEET_CHUNKS + 1):
+        out.append((f"fleet{FLEET}-1rps-stationary-seed{seed}",
+                    [qa, "--rate", "1", *fleet, "--cases", "stationary", "--runs", "1", "--pipelines", str(FLEET),
+                     "--days", str(FLEET_CHUNK_DAYS), "--chunk", "20", "--seed", str(seed)]))
     return out
 
 
@@ -184,6 +191,24 @@ def _by_severity(entry: dict) -> str:
     return f"{by.get('critical', 0.0):.2f} page / {by.get('warning', 0.0):.2f} warning"
 
 
+def fleet_lines(reports: dict[str, dict]) -> list[str]:
+    """The fleet as a whole: every stationary fleet cell (one seed each) added up, false pages per 30
+    fleet-days (a fleet-day: every pipeline of the fleet for a day) with an exact Poisson interval."""
+    from ragmon.alerts.report import rate_ci95
+
+    cells = {t: r for t, r in reports.items() if t.startswith(f"fleet{FLEET}-1rps-stationary")}
+    if not cells:
+        return []
+    pages = sum(int(r["severities"]["critical"]["false_pages"]) for r in cells.values())
+    fleet_days = sum(r["measured_pipeline_days"] for r in cells.values()) / FLEET
+    lo, hi = rate_ci95(pages, fleet_days)
+    builds = ", ".join(sorted({str(r.get("judge_build", "-")) for r in cells.values()}))
+    return ["", f"The fleet of {FLEET} as a whole ({len(cells)} cells, seeds "
+                f"{', '.join(str(r.get('seed', '-')) for r in cells.values())}; judge builds {builds}): "
+                f"{pages} false pages in {fleet_days:.0f} fleet-days, {30.0 * pages / fleet_days:.2f} per 30 "
+                f"fleet-days [95 % CI {lo:.2f}, {hi:.2f}]."]
+
+
 def write_table() -> None:
     reports = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted(OUT.glob("*.json"))}
     lines = [
@@ -226,6 +251,7 @@ def write_table() -> None:
         by_alert = ", ".join(f"{k} {_by_severity(v)}" for k, v in simulated.items()) or "-"
         lines.append(f"| {tag} | {r.get('judge_build', '-')} | {r['measured_pipeline_days']:.0f} | "
                      f"{r['judged_per_hour']:.0f} | {_false(r)} | {by_alert} |")
+    lines += fleet_lines(reports)
     if not_simulated:
         lines += ["", "Not simulated:", ""]
         lines += [f"- `{name}`: {why}" for name, why in sorted(not_simulated.items())]

@@ -46,7 +46,7 @@ def _solve(f: Any, lo: float, hi: float) -> float:
     return (lo + hi) / 2
 
 
-def _interval(events: int, exposure_days: float) -> tuple[float, float]:
+def rate_ci95(events: int, exposure_days: float) -> tuple[float, float]:
     """Exact (Garwood) 95 % interval of a Poisson count, as a rate per 30 days."""
     top = 10.0 + 3.0 * events
     # lower: P(X >= events | m) = 2.5 %; upper: P(X <= events | m) = 2.5 %
@@ -79,7 +79,7 @@ def summarize(results: Sequence[RunResult], page_within_s: float) -> dict[str, A
     for severity in SEVERITIES:
         events = sum(r.false_pages.get(severity, 0) for r in stationary)
         measured = exposure_days > 0  # no stationary case run: no false-page number (JSON null)
-        lo, hi = _interval(events, exposure_days) if measured else (math.nan, math.nan)
+        lo, hi = rate_ci95(events, exposure_days) if measured else (math.nan, math.nan)
         entry: dict[str, Any] = {
             "false_pages_per_30d": round(30.0 * events / exposure_days, 3) if measured else None,
             "false_pages_per_30d_ci95": [round(lo, 3), round(hi, 3)] if measured else None,
@@ -132,7 +132,7 @@ def every_alert(rules: dict[str, Any], report: dict[str, Any], simulated: set[st
             counts = {sev: sum(n for key, n in report["severities"][sev]["false_pages_by_alert"].items()
                                if key.split("/")[0] == name) for sev in SEVERITIES}
             total = sum(counts.values())
-            lo, hi = _interval(total, days)
+            lo, hi = rate_ci95(total, days)
             # each severity is its own rule (a warning and a page route apart): each has its own rate
             out[name] = {"simulated": True, "false": counts, "false_per_30d": round(30.0 * total / days, 3),
                          "false_per_30d_ci95": [round(lo, 3), round(hi, 3)],
