@@ -52,6 +52,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from ragmon.scoring.onnx_runner import cpu_model
+
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs" / "benchmarks.md"
 SECTION_START = "<!-- kafka-ingest:start -->"
@@ -352,22 +355,6 @@ def run_path(args: argparse.Namespace, shape: str, base: bool, pure: bool, agent
     return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
-def _cpu() -> str:
-    """The CPU model and its vector extensions (``lscpu``'s model name and avx* flags)."""
-    model, flags = platform.processor() or "?", []
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            name, _, value = line.partition(":")
-            if name.strip() == "model name":
-                model = value.strip()
-            elif name.strip() == "flags":
-                flags = sorted(f for f in value.split() if f.startswith("avx"))
-                break
-    except OSError:
-        pass
-    return f"CPU {model} (flags {' '.join(flags) or 'no avx'})"
-
-
 def _checkout(path: Path) -> str:
     """``path``'s commit and whether its ingest modules run compiled there (what a row compares)."""
     commit = subprocess.run(["git", "-C", str(path), "rev-parse", "--short", "HEAD"], capture_output=True,
@@ -434,8 +421,8 @@ def render(args: argparse.Namespace, results: dict[str, dict[str, dict[str, floa
         "",
         f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} with `python bench/ingest.py "
         f"--traces {args.traces}` against Apache Kafka (single KRaft node from `scripts/kafka_broker.py`, "
-        f"same machine); each phase in its own process pinned to one CPU core; {os.cpu_count()} cores, "
-        f"{platform.machine()}, {_cpu()}, Python {platform.python_version()}; load average {load[0]:.1f} before / "
+        f"same machine); each phase in its own process pinned to one CPU core; "
+        f"{platform.machine()}, {cpu_model()}, Python {platform.python_version()}; load average {load[0]:.1f} before / "
         f"{load[1]:.1f} after (a shared machine: other work competes, so compare the ratios of one run).",
         "",
         f"Input: {args.traces} messages per kind of traffic, one 3-span RAG trace each, lz4-compressed "
@@ -556,7 +543,7 @@ def render_agent_paths(args: argparse.Namespace, runs: AgentPaths, checkouts: di
         f"delivery token, 100 messages per `batch()`, every trace accounted as skipped{{not_sampled}}; "
         f"5,000 messages in memory, one core; CPU µs per message, the best of {args.path_repeats} passes, each "
         f"build run 3 times in turn, the best run shown with all three), this build ({checkouts['this']}) "
-        f"against the baseline ({checkouts['baseline']}); {_cpu()}, load average {os.getloadavg()[0]:.1f}:",
+        f"against the baseline ({checkouts['baseline']}); {cpu_model()}, load average {os.getloadavg()[0]:.1f}:",
         "",
         "| traffic, path | this build | baseline | this / baseline |",
         "| --- | ---: | ---: | ---: |",

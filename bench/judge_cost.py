@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import time
@@ -25,15 +24,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from retrievers.harness import cpu_model  # noqa: E402
 
 from bench._benchdata import benchdata_file  # noqa: E402
 from ragmon.scoring.local import LocalJudge  # noqa: E402
+from ragmon.scoring.onnx_runner import cpu_model  # noqa: E402
 from ragmon.scoring.reader.data import ragtruth_fold  # noqa: E402
-
-
-def cpu() -> str:
-    return f"{cpu_model()}; {os.cpu_count()} logical CPUs"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -63,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     tokens = with_reader.reader.tokens_read - tokens0
     pairs = with_reader.reader.pairs_read - pairs0
     base, full = statistics.median(per["without reader"]), statistics.median(per["with reader"])
-    print(f"CPU: {cpu()}")
+    print(f"CPU: {cpu_model()}")
     print(f"{len(rows)} RAGTruth QA traces x {args.rounds} rounds, one thread, CPU time per trace")
     print("| judge | ms / trace | ratio |\n| --- | ---: | ---: |")
     print(f"| local, without reader | {base:.1f} | 1.00 |\n| local, with reader | {full:.1f} | {full / base:.2f} |")

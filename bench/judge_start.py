@@ -6,7 +6,7 @@ Each round starts two fresh Python processes in turn, one per path, and times in
 ``onnx`` (the int8 path only: the rewrite needs it), rewriting the bundled model
 (``onnx_int8.int8_matmuls``) and building the whole ``Embedder`` (file check, rewrite, onnxruntime
 session, tokenizer; ``onnx`` is already imported by then, so the int8 path's start-up is the import
-plus the ``Embedder``). Medians over the rounds are printed with the CPU model and flags (``lscpu``),
+plus the ``Embedder``). Medians over the rounds are printed with the CPU model and flags (``cpu_model``),
 to paste into docs/benchmarks.md. The model file is read once before timing, so the page cache
 holds it in both paths.
 """
@@ -21,6 +21,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from ragmon.scoring.onnx_runner import cpu_model  # noqa: E402
 
 CHILD = r"""
 import json, sys, time
@@ -46,14 +48,6 @@ def run(int8: bool) -> dict[str, float]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def cpu() -> str:
-    lines = subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines()
-    info = {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in lines)}
-    flags = info.get("Flags", "").split()
-    shown = [f for f in flags if f.startswith(("avx", "vnni", "amx")) or f in ("sse4_2", "fma")]
-    return f"{info.get('Model name', '?')}, {info.get('CPU(s)', '?')} CPUs, flags {' '.join(shown)}"
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=5)
@@ -66,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     def median(runs: list[dict[str, float]], key: str) -> float:
         return statistics.median(r[key] for r in runs)
 
-    print(f"CPU: {cpu()}")
+    print(f"CPU: {cpu_model()}")
     print(f"medians of {args.rounds} rounds, fresh processes in turn:")
     total = statistics.median(r["import_onnx_s"] + r["embedder_s"] for r in int8_runs)
     print(f"  int8:    import onnx {median(int8_runs, 'import_onnx_s'):.3f} s, rewrite "

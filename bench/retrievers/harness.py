@@ -19,6 +19,8 @@ from typing import Any
 
 import pytrec_eval
 
+from ragmon.scoring.onnx_runner import cpu_model
+
 from .paths import REPO_ROOT
 
 DOCS_FILE = REPO_ROOT / "docs" / "benchmarks.md"
@@ -154,25 +156,9 @@ def display_argv(argv: Sequence[str]) -> str:
 
 
 # --- docs ------------------------------------------------------------------------------------
-def cpu_model() -> str:
-    """The CPU's model name and the vector flags that change int8 and matrix costs (up to 5x)."""
-    model, flags = platform.processor() or platform.machine(), set()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-            elif line.startswith("flags"):
-                flags = set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    wanted = [f for f in ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8") if f in flags]
-    return f"{model} ({' '.join(wanted) or 'no avx2'})"
-
-
 def machine_line() -> str:
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return (f"{cpu_model()}, {cores} CPU cores ({platform.machine()}), Python {platform.python_version()}, "
+    return (f"{cpu_model()} ({platform.machine()}), Python {platform.python_version()}, "
             f"load average {load:.1f} at the end (a shared machine: other work competes)")
 
 

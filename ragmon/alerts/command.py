@@ -24,6 +24,7 @@ from .. import quality
 from ..config import add_setting_flags
 from ..errors import ConfigError, JudgeError, ModelError
 from ..scoring.factory import add_judge_argument
+from ..scoring.onnx_runner import cpu_model
 from .cases import Case, default_cases
 from .latency import MEDIAN_S, SIGMA, LatencyModel
 from .pools import CONTRADICTING_KEY, CONTRADICTIONS, Pools, auc, build_pools, judge_build
@@ -200,6 +201,7 @@ def _run(args: argparse.Namespace) -> int:
         "judge": args.judge,
         "judge_profile": str(args.judge_profile) if args.judge_profile else None,
         "judge_build": judge_build(),
+        "cpu": cpu_model(),  # the judge's int8 scores differ a little between CPUs (reader/seven_bit.py)
         "metric": metric,
         "auc": None if (value := auc(pools, metric)) is None else round(value, 3),
         "error_rates": {m: {"sensitivity": se, "specificity": sp, "score_gap": settings.score_gaps.get(m)}

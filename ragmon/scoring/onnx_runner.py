@@ -9,6 +9,8 @@ on the first trace.
 from __future__ import annotations
 
 import hashlib
+import os
+import platform
 import threading
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
@@ -24,6 +26,24 @@ from ..errors import ModelError
 # costs ~0.45 ms, about 6 tokens at ~83 us each, close enough to keep one value: the cuts barely
 # move between 6 and 10).
 RUN_COST_TOKENS = 10
+
+
+def cpu_model() -> str:
+    """The CPU's model name, its vector flags that decide how int8 products are computed, and its
+    logical CPUs. The same int8 file scores slightly differently with and without VNNI
+    (``reader/seven_bit.py``), so every measured score or cost names the CPU it came from."""
+    model, flags = platform.processor() or platform.machine() or "unknown CPU", set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            name, _, value = line.partition(":")
+            if name.strip() == "model name":
+                model = value.strip()
+            elif name.strip() == "flags":
+                flags = set(value.split())
+    except OSError:
+        pass  # not Linux: the model name from platform, flags unknown
+    wanted = [f for f in ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8") if f in flags]
+    return f"{model} ({' '.join(wanted) or 'no avx2'}), {os.cpu_count()} logical CPUs"
 
 
 def file_sha256(path: Path) -> str:

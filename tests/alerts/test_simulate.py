@@ -29,6 +29,7 @@ from ragmon.alerts.report import summarize
 from ragmon.alerts.runner import Settings, simulate
 from ragmon.alerts.traffic import DAY, Incident, Sampling, TrafficModel, simulate_pipeline
 from ragmon.cli import main
+from ragmon.scoring.onnx_runner import cpu_model
 from tests.ops.conftest import RULES, require_binary
 
 # promtool over simulated weeks: minutes each on a busy machine
@@ -238,6 +239,7 @@ def test_the_command_writes_the_json_contract(tmp_path: Path, capsys: pytest.Cap
         assert "0.20" in report["severities"][severity]["steps"]
     assert report["auc"] is not None and report["groups"] == ["m0", "m1"]
     assert report["judge_build"] == pools_module.judge_build()
+    assert report["cpu"] == cpu_model() and "logical CPUs" in report["cpu"]  # int8 scores depend on it
     # every alert of the rules file: simulated with its false firings a month, or why not
     shipped = {r["alert"] for g in yaml.safe_load(RULES.read_text(encoding="utf-8"))["groups"] for r in g["rules"]
                if "alert" in r}
