@@ -34,7 +34,6 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from fit_local_judge import with_weight_blocks  # noqa: E402
-from retrievers.harness import cpu_model  # noqa: E402
 
 from bench._benchdata import require  # noqa: E402
 from ragmon.calibration import stats  # noqa: E402
@@ -44,7 +43,7 @@ from ragmon.scoring.local import LocalJudge  # noqa: E402
 from ragmon.scoring.local import model as local_model  # noqa: E402
 from ragmon.scoring.local.coefficients import CAP_CONTRADICTIONS  # noqa: E402
 from ragmon.scoring.metrics import formulas  # noqa: E402
-from ragmon.scoring.onnx_runner import file_sha256  # noqa: E402
+from ragmon.scoring.onnx_runner import cpu_model, file_sha256  # noqa: E402
 from ragmon.scoring.reader import verdicts as reader_verdicts  # noqa: E402
 from ragmon.scoring.reader.data import ragtruth_fold  # noqa: E402
 

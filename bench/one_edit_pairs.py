@@ -34,6 +34,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench._benchdata import benchdata_dir, require  # noqa: E402
+from ragmon.scoring.onnx_runner import cpu_model  # noqa: E402
+from ragmon.scoring.reader.model import READER_SHA256  # noqa: E402
 from ragmon.scoring.text import STOPWORDS  # noqa: E402
 
 BENCHDATA = benchdata_dir()  # RAGMON_BENCHDATA or .cache/benchdata (`make benchdata`)
@@ -313,6 +315,9 @@ def main() -> int:
     result["ragtruth"] = [] if args.no_ragtruth else conflict_vs_baseless()
     result["judge"] = "local, with the trained reader" if READER else "local, without the reader"
     result["rows"] = "reader's held-out fold" if HELDOUT_ONLY else "all dev rows"
+    # the file and the CPU: the reader's int8 products, so its verdicts near the cut, differ a little by CPU
+    result["reader_sha256"] = READER_SHA256 if READER else None
+    result["cpu"] = cpu_model()
     args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(markdown(result))
     return 0

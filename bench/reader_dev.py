@@ -29,20 +29,37 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from retrievers.harness import cpu_model  # noqa: E402
-
 from bench._benchdata import benchdata_dir  # noqa: E402
 from ragmon import env as ragmon_env  # noqa: E402
 from ragmon.scoring import local as _local  # noqa: E402,F401  (imports the judge's modules in their order)
+from ragmon.scoring.onnx_runner import cpu_model  # noqa: E402
 from ragmon.scoring.reader.data import build_pairs  # noqa: E402
 from ragmon.scoring.reader.export import CARD_FILE  # noqa: E402
 from ragmon.scoring.reader.model import Reader, bundled_path  # noqa: E402
 from ragmon.scoring.reader.train import dev_metrics  # noqa: E402
+from ragmon.scoring.reader.verdicts import CONTRADICTION_THRESHOLD  # noqa: E402
+from ragmon.scoring.text import NEGATIONS, words  # noqa: E402
 
 
 def card_best(card: dict[str, Any]) -> list[dict[str, Any]]:
     """Each stage's best dev evaluation in the card (the checkpoint the next step started from)."""
     return [max(stage["dev"], key=lambda e: e["score"]) for stage in card.get("stages", []) if stage.get("dev")]
+
+
+def flagged(dev: list[Any], probs: np.ndarray) -> dict[str, dict[str, int]]:
+    """How many pairs of each kind the judge's verdict rule reads as contradicted: supported RAGTruth
+    claims (false contradictions; apart, those holding a negation word), entailed NLI pairs, and the
+    one-edit contradictions of RAGTruth claims by edit."""
+    hit = (probs[:, 2] >= CONTRADICTION_THRESHOLD) & (probs[:, 2] > probs[:, 0])
+    groups: dict[str, list[int]] = {
+        "supported RAGTruth claims": [i for i, p in enumerate(dev) if p.source.startswith("ragtruth") and p.label == 0],
+        "  of them with a negation": [i for i, p in enumerate(dev) if p.source.startswith("ragtruth") and p.label == 0
+                                      and NEGATIONS & set(words(p.claim.lower()))],
+        "entailed NLI pairs": [i for i, p in enumerate(dev) if p.source.startswith("docnli") and p.label == 0],
+    }
+    for kind in sorted({p.source for p in dev if p.source.startswith("edit-rag-")}):
+        groups[f"one-edit {kind.removeprefix('edit-rag-')}"] = [i for i, p in enumerate(dev) if p.source == kind]
+    return {k: {"flagged": int(hit[idx].sum()) if idx else 0, "pairs": len(idx)} for k, idx in groups.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,12 +82,14 @@ def main(argv: list[str] | None = None) -> int:
         probs = reader.read([(p.premise, p.claim) for p in dev])
         int8 = dev_metrics(dev, np.asarray(probs))
         entry = {"stage": stage, "dev_pairs": len(dev), "seconds": round(time.perf_counter() - started, 1),
-                 "int8": int8, "card_fp32_best": fp32}
+                 "int8": int8, "card_fp32_best": fp32, "flagged_contradicted": flagged(dev, np.asarray(probs))}
         result["stages"].append(entry)
         label = f"; the card's fp32 stage-{stage} checkpoint, step {fp32['step']}, in brackets" if fp32 else ""
         print(f"stage {stage} dev ({len(dev)} pairs{label}): " + "  ".join(
             f"{k} {v:.3f}" + (f" (card: {fp32[k]:.3f})" if k in fp32 else "")
             for k, v in int8.items()), flush=True)
+        print(f"  read as contradicted (p >= {CONTRADICTION_THRESHOLD}, above supported): " + "  ".join(
+            f"{k} {v['flagged']}/{v['pairs']}" for k, v in entry["flagged_contradicted"].items()), flush=True)
     if args.out:
         args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     return 0

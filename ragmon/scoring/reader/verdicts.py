@@ -18,7 +18,7 @@ from .windows import Window
 # A claim is contradicted when the reader puts at least this probability on "contradicted" and more
 # than on "supported"; supported when "supported" holds at least SUPPORT_THRESHOLD. The contradiction
 # cut is chosen on the reader's dev pairs (carved from its training sources, never the reported rows):
-# at 0.9 the shipped reader flags 4 % of supported RAGTruth dev claims, 9 % of the kept edit originals
+# at 0.9 the first reader flags 4 % of supported RAGTruth dev claims, 9 % of the kept edit originals
 # and 6 % of entailed NLI pairs, and 62 % of one-edit contradictions (at 0.5: 15 % / 18 % / 24 %, 68 %).
 CONTRADICTION_THRESHOLD = 0.9
 SUPPORT_THRESHOLD = 0.5
