@@ -47,12 +47,12 @@ LOCAL_DEFAULTS: Mapping[str, ErrorRates] = {
     sc.METRIC_FAITHFULNESS: ErrorRates(0.723, 0.703, "RAGTruth dev halves (qa, summary, data2txt), mean", 0.247),
     # The contradiction verdict (an answer with at least one contradicted claim: the lexical checks and
     # the trained reader) against RAGTruth's "conflict" spans, on the rows the reader never trained on
-    # (bench/fit_reader_stack.py, the reader with 7-bit weights on an AVX2-only AMD EPYC, 2026-12-06: QA
-    # 0.278 / 0.720, summaries 0.414 / 0.562, data-to-text 0.379 / 0.727; on the VNNI Xeon before the rewrite:
-    # 0.389 / 0.711, 0.448 / 0.544, 0.379 / 0.691). Youden's J is ~0.03: the check reads one-edit
-    # contradictions (negations, numbers) but barely separates RAGTruth's conflicts from faithful answers,
-    # so the rules leave the share uncorrected (J < 0.1).
-    CONTRADICTIONS: ErrorRates(0.357, 0.670, "RAGTruth dev halves, reader's held-out fold, mean"),
+    # (bench/fit_reader_stack.py, the shipped reader ed635d12 on an AVX2-only AMD EPYC, 2026-12-06: QA
+    # 0.278 / 0.692, summaries 0.414 / 0.550, data-to-text 0.400 / 0.655; the reader before it, 6eabc334:
+    # 0.278 / 0.720, 0.414 / 0.562, 0.379 / 0.727, J 0.03). Youden's J is ~0 (-0.004): the check reads
+    # one-edit contradictions (negations, numbers) but does not separate RAGTruth's conflicts from faithful
+    # answers, so the rules leave the share uncorrected (J < 0.1).
+    CONTRADICTIONS: ErrorRates(0.364, 0.632, "RAGTruth dev halves, reader's held-out fold, mean"),
 }
 
 

@@ -26,6 +26,16 @@ def test_the_shipped_file_is_the_one_the_card_and_the_code_name() -> None:
     assert model.bundled_path().stat().st_size <= 30 << 20
 
 
+def test_the_card_says_where_its_int8_numbers_and_costs_were_measured() -> None:
+    # int8 products differ a little with and without VNNI: a number without its CPU cannot be checked
+    assert CARD["probes_read_on"].endswith("logical CPUs")
+    assert CARD["cost"], "bench/judge_cost.py --card records the judge's cost with and without the reader"
+    for entry in CARD["cost"]:
+        assert entry["reader_sha256"] == CARD["sha256"]  # a cost of another file would be stale
+        ratio = entry["ms_per_trace_with_reader"] / entry["ms_per_trace_without_reader"]
+        assert entry["cpu"] and abs(entry["ratio"] - ratio) <= 0.01
+
+
 def test_int8_reproduces_the_trained_models_probabilities_on_the_probe_pairs() -> None:
     reader = model.shared_reader()
     got = reader.read([(p["premise"], p["claim"]) for p in CARD["probes"]])

@@ -25,7 +25,7 @@ SUPPORTED, UNSUPPORTED, CONTRADICTED = 0, 1, 2
 BATCH_SIZE = 16  # pairs a run at most (length_buckets cuts smaller ones where padding would cost more)
 MODEL_FILE = "reader-int8.onnx"
 # sha256 of the shipped file: written by export.py's run (docs/judges.md#the-reader)
-READER_SHA256 = "6eabc3346b608ebbe27471536011e8dcfc07b820e1db1a8acf9ab99c867d93c5"
+READER_SHA256 = "ed635d12f823ba6c28a76bdc8eb1f8e714656e9eec7ca2e157bd1686a4d41278"
 
 
 def bundled_path() -> Path:
