@@ -189,7 +189,7 @@ def fleet_lines(reports: dict[str, dict]) -> list[str]:
     fleet_days = sum(r["measured_pipeline_days"] for r in cells.values()) / FLEET
     lo, hi = rate_ci95(pages, fleet_days)
     builds = ", ".join(sorted({str(r.get("judge_build", "-")) for r in cells.values()}))
-    return ["", f"The fleet of {FLEET} as a whole ({len(cells)} cells, seeds "
+    return ["", f"The fleet of {FLEET} as a whole ({len(cells)} cell{'s' if len(cells) > 1 else ''}, seeds "
                 f"{', '.join(str(r.get('seed', '-')) for r in cells.values())}; judge builds {builds}): "
                 f"{pages} false pages in {fleet_days:.0f} fleet-days, {30.0 * pages / fleet_days:.2f} per 30 "
                 f"fleet-days [95 % CI {lo:.2f}, {hi:.2f}]."]
@@ -201,7 +201,8 @@ def cpus(reports: dict[str, dict]) -> str:
     for report in reports.values():
         name = str(report.get("cpu", "a CPU not recorded"))
         counts[name] = counts.get(name, 0) + 1
-    return "; ".join(f"{name} ({n} cells)" for name, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+    return "; ".join(f"{name} ({n} cell{'s' if n > 1 else ''})"
+                     for name, n in sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
 def write_table() -> None:
