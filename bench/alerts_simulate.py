@@ -28,6 +28,7 @@ import json
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -197,12 +198,8 @@ def fleet_lines(reports: dict[str, dict]) -> list[str]:
 
 def cpus(reports: dict[str, dict]) -> str:
     """The CPUs the reports record, with their cell counts (reports before the field: "not recorded")."""
-    counts: dict[str, int] = {}
-    for report in reports.values():
-        name = str(report.get("cpu", "a CPU not recorded"))
-        counts[name] = counts.get(name, 0) + 1
-    return "; ".join(f"{name} ({n} cell{'s' if n > 1 else ''})"
-                     for name, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+    counts = Counter(str(report.get("cpu", "a CPU not recorded")) for report in reports.values())
+    return "; ".join(f"{name} ({n} cell{'s' if n > 1 else ''})" for name, n in counts.most_common())
 
 
 def write_table() -> None:
