@@ -77,7 +77,7 @@ RATE_STREAM = 'sample!="priority"'
 PRIORITY_STREAM = 'sample="priority"'
 WINDOW = "1h"  # the "current" quality window: means, shares and the first drop test
 LONG_WINDOWS: tuple[str, ...] = ("6h", "12h", "24h")  # further drop tests: a quiet pipeline has its samples there
-LONG_INTERVAL = "5m"  # the long windows' group: they move slowly, and their 7 offsets are the costly rules
+LONG_INTERVAL = "5m"  # the long windows' group: they move slowly (hour-apart lookups of the hourly counts)
 BASELINE = "7d"  # the dashboard's long mean (ragmon:score_ratio:mean7d); alerts use the seasonal baseline
 SAME_HOUR = f"same_hour_{SEASONAL_DAYS}d"
 
@@ -217,25 +217,34 @@ def _same_hour(expr: str, by: str, window: str | None = None) -> str:
     return f"sum by ({by}) (\n  " + "\n  or ".join(days) + "\n)"
 
 
-def _window_counts(stem: str, counter: str, by: str, w: str, *,
-                   hourly_baseline: bool = False) -> list[dict[str, object]]:
+def _rolling(hourly: str, by: str, w: str) -> str:
+    """``hourly`` (a count over the last hour, recorded at every evaluation) summed over the hours of window
+    ``w`` that end now, 1 h ago, 2 h ago, …: the count of the last ``w``, up to the last evaluation. Each hour gets
+    its own ``hour`` label before the sum, so an hour without data (a new pipeline, an agent outage) leaves a
+    smaller window instead of none."""
+    hours = [
+        f'label_replace({hourly}{f" offset {k}h" if k else ""}, "hour", "{k}", "", "")'
+        for k in range(_seconds(w) // _seconds(WINDOW))
+    ]
+    return f"sum by ({by}) (\n  " + "\n  or ".join(hours) + "\n)"
+
+
+def _window_counts(stem: str, counter: str, by: str, w: str) -> list[dict[str, object]]:
     """``{stem}:increase{w}`` and ``{stem}:increase{w}_same_hour_7d``: ``counter``'s increase over the last
-    window ``w`` and over the same window of the past SEASONAL_DAYS days. A long window sums the hourly
-    counts recorded for WINDOW (``{stem}:increase1h``), read at whole hours; with ``hourly_baseline`` its
-    baseline sums the hourly baselines too (``{stem}:increase1h_same_hour_7d``: the same sum, one subquery
-    instead of one per day)."""
+    window ``w`` and over the same window of the past SEASONAL_DAYS days. A long window sums the hourly counts
+    recorded for WINDOW (``{stem}:increase1h`` and its baseline ``{stem}:increase1h_same_hour_7d``) an hour
+    apart, ending at the last evaluation: a handful of lookups per series, and a window that moves with the
+    clock (summed over whole hours instead, it came up to an hour late)."""
     now, before = f"{stem}:increase{w}", f"{stem}:increase{w}_{SAME_HOUR}"
     if w == WINDOW:
         return [
             {"record": now, "expr": f"sum by ({by}) (increase({counter}[{w}]))"},
             {"record": before, "expr": _same_hour(f"increase({counter}[{w}])", by, w)},
         ]
-    hours, hourly = f"[{_seconds(w) - 1}s:{WINDOW}]", f"{stem}:increase{WINDOW}"
-    baseline = (f"sum_over_time({hourly}_{SAME_HOUR}{hours})" if hourly_baseline
-                else _same_hour(f"sum_over_time({hourly}{hours})", by, hours.strip("[]")))
+    hourly = f"{stem}:increase{WINDOW}"
     return [
-        {"record": now, "expr": f"sum_over_time({hourly}{hours})"},
-        {"record": before, "expr": baseline},
+        {"record": now, "expr": _rolling(hourly, by, w)},
+        {"record": before, "expr": _rolling(f"{hourly}_{SAME_HOUR}", by, w)},
     ]
 
 
@@ -289,8 +298,8 @@ def _mean_drop_rules(w: str) -> list[dict[str, object]]:
         f"ragmon:score_ratio:variance{w}_{b}"
     gap = "ragmon:judge_score_gap:ratio"
     rules = [
-        *_window_counts(sums, f"ragmon_score_ratio_sum{{{RATE_STREAM}}}", by, w, hourly_baseline=True),
-        *_window_counts(squares, f"ragmon_score_squared_ratio_total{{{RATE_STREAM}}}", by, w, hourly_baseline=True),
+        *_window_counts(sums, f"ragmon_score_ratio_sum{{{RATE_STREAM}}}", by, w),
+        *_window_counts(squares, f"ragmon_score_squared_ratio_total{{{RATE_STREAM}}}", by, w),
     ]
     if w != WINDOW:  # the hourly mean is recorded with the other means (rate over the same window)
         rules.append({"record": mean_w, "expr": f"{sums}:increase{w}\n/ on({by})\n({n_w} > 0)"})
@@ -581,11 +590,10 @@ def quality_alerts() -> list[dict[str, object]]:
 def long_window_rules() -> list[dict[str, object]]:
     """Every long window's recording rules and alerts (failing shares and the contradiction share).
 
-    A long window's counts are sums of the hourly counts the quality group records
-    (``sum_over_time(ragmon:...:increase1h[21599s:1h])``: the last 6 whole hours, read at hour
-    boundaries): a handful of lookups per series instead of iterating a week of raw samples seven
-    times. The window ends at the last whole hour, so a long window's alert comes up to an hour later
-    than the same test on raw counters would."""
+    A long window's counts are sums of the hourly counts the quality group records, an hour apart
+    (``ragmon:...:increase1h`` now, ``offset 1h``, … ``offset 5h`` for 6 hours; ``_rolling``): a handful of
+    lookups per series instead of iterating a week of raw samples seven times, and a window that ends at the
+    last evaluation, as the hourly one does."""
     return [rule for w in LONG_WINDOWS for rule in (*_failing_share_rules(w), *drop_alerts(w),
                                                     *contradiction_rules(w))]
 

@@ -174,7 +174,7 @@ async def test_faithfulness_drop_pages_and_resolves(tmp_path: Path) -> None:
     require_binary("prometheus-alertmanager")
     rules = tmp_path / "rules.yml"
     shrunk = yaml.safe_load(shrink_rules(WINDOWS, for_="3s", interval="1s", minimums=MINIMUMS, day="20s"))
-    # the 6h, 12h and 24h windows sum hourly counts read at whole hours (a subquery with a 1h step), which a
+    # the 6h, 12h and 24h windows sum hourly counts an hour apart (offset 1h, 2h, ...), which a
     # test of minutes cannot shrink: they are unit-tested in deploy/prometheus/tests/windows_test.yml
     shrunk["groups"] = [g for g in shrunk["groups"] if g["name"] != "ragmon-quality-long"]
     rules.write_text(yaml.safe_dump(shrunk, sort_keys=False, width=100_000))

@@ -274,7 +274,7 @@ async def test_every_dashboard_and_rule_expression_returns_data(tmp_path: Path) 
     # have values within seconds; windows and thresholds are unchanged.
     rules_path = tmp_path / "ragmon-rules.yml"
     shrunk = yaml.safe_load(shrink_rules(None, for_="1s", interval=f"{INTERVAL_S}s"))
-    # the 6h, 12h and 24h windows sum hourly counts read at whole hours (a subquery with a 1h step): no value
+    # the 6h, 12h and 24h windows sum hourly counts an hour apart (offset 1h, 2h, ...): no value
     # within a test of minutes; deploy/prometheus/tests/windows_test.yml unit-tests them (as test_alert_e2e)
     shrunk["groups"] = [g for g in shrunk["groups"] if g["name"] != "ragmon-quality-long"]
     rules_path.write_text(yaml.safe_dump(shrunk, sort_keys=False))
