@@ -204,17 +204,21 @@ def _seconds(duration: str) -> int:
     return int(duration[:-1]) * units[duration[-1]]
 
 
+def _sum_labelled(parts: list[tuple[str, str]], label: str, by: str) -> str:
+    """The sum by ``by`` of each (expression, value) with its own ``label`` value first, so that a part without
+    data leaves a smaller sum instead of none (``or`` keeps every part: their label sets differ)."""
+    terms = [f'label_replace({expr}, "{label}", "{value}", "", "")' for expr, value in parts]
+    return f"sum by ({by}) (\n  " + "\n  or ".join(terms) + "\n)"
+
+
 def _same_hour(expr: str, by: str, window: str | None = None) -> str:
     """``expr`` (a range selector ``[window]`` inside) summed over the same window of the past days.
 
     Each day's value gets its own ``day`` label before the sum, so a day without data (a new
     pipeline, an agent outage) leaves a smaller baseline instead of none."""
     w = window or WINDOW
-    days = [
-        f'label_replace({expr.replace(f"[{w}]", f"[{w}] offset {d}d")}, "day", "{d}", "", "")'
-        for d in range(1, SEASONAL_DAYS + 1)
-    ]
-    return f"sum by ({by}) (\n  " + "\n  or ".join(days) + "\n)"
+    days = [(expr.replace(f"[{w}]", f"[{w}] offset {d}d"), str(d)) for d in range(1, SEASONAL_DAYS + 1)]
+    return _sum_labelled(days, "day", by)
 
 
 def _rolling(hourly: str, by: str, w: str) -> str:
@@ -222,11 +226,8 @@ def _rolling(hourly: str, by: str, w: str) -> str:
     ``w`` that end now, 1 h ago, 2 h ago, …: the count of the last ``w``, up to the last evaluation. Each hour gets
     its own ``hour`` label before the sum, so an hour without data (a new pipeline, an agent outage) leaves a
     smaller window instead of none."""
-    hours = [
-        f'label_replace({hourly}{f" offset {k}h" if k else ""}, "hour", "{k}", "", "")'
-        for k in range(_seconds(w) // _seconds(WINDOW))
-    ]
-    return f"sum by ({by}) (\n  " + "\n  or ".join(hours) + "\n)"
+    hours = [(f"{hourly} offset {k}h" if k else hourly, str(k)) for k in range(_seconds(w) // _seconds(WINDOW))]
+    return _sum_labelled(hours, "hour", by)
 
 
 def _window_counts(stem: str, counter: str, by: str, w: str) -> list[dict[str, object]]:
