@@ -59,6 +59,7 @@ class Episode:
     pipeline: str
     metric: str
     value: float  # what the query returned: an episode count, or a first timestamp (s)
+    window: str = ""  # the drop test's window, in the query that keeps it (which windows fire)
 
 
 def promtool_path() -> str:
@@ -175,6 +176,9 @@ def test_file(
     firing = 'max without(window) (ALERTS{alertstate="firing"})'
     before = f'max without(window) (ALERTS{{alertstate="firing"}} offset {int(evaluation_s)}s)'
     starts = f"({firing} unless {before})"
+    # the same starts per window: which of an alert's windows fire (one page may start in several)
+    window_starts = ('(ALERTS{alertstate="firing"} unless '
+                     f'ALERTS{{alertstate="firing"}} offset {int(evaluation_s)}s)')
     phase = f"on(service, pipeline) ({PHASE_SERIES} == %d)"
     tests = []
     # one query per QUERY_SPAN_S of the measured time: promtool's engine loads at most 10,000 samples per
@@ -191,6 +195,8 @@ def test_file(
             f"min_over_time(timestamp({starts} and {phase % 2}){rng})",
             # episodes after the incident (a slow drift may page, resolve and page again)
             f"sum_over_time(({starts} and {phase % 2}){rng})",
+            # the false episodes' windows
+            f"sum_over_time(({window_starts} and {phase % 1}){rng})",
         ):
             tests.append({"expr": query, "eval_time": f"{end}s", "exp_samples": []})
     return {
@@ -217,10 +223,10 @@ def run_promtool(rules: dict[str, Any], document_of: Any, timeout_s: float = 360
                               timeout=timeout_s, check=False)
     tests = document["tests"][0]["promql_expr_test"]
     per_test = parse_output(proc.stdout + proc.stderr, [(q["expr"], q["eval_time"]) for q in tests])
-    # the three kinds of query, each over every measured day, merged per kind
-    merged: list[list[Episode]] = [[], [], []]
+    # the four kinds of query, each over every measured day, merged per kind
+    merged: list[list[Episode]] = [[], [], [], []]
     for i, samples in enumerate(per_test):
-        merged[i % 3].extend(samples)
+        merged[i % len(merged)].extend(samples)
     return merged
 
 
@@ -253,7 +259,7 @@ def parse_output(text: str, queries: Sequence[tuple[str, str]]) -> list[list[Epi
                 results[current].append(Episode(
                     alertname=labels.get("alertname", ""), severity=labels.get("severity", ""),
                     pipeline=labels.get("pipeline", ""), metric=labels.get("metric", ""),
-                    value=float(match.group(2)),
+                    value=float(match.group(2)), window=labels.get("window", ""),
                 ))
     if current < 0 and "SUCCESS" not in text and "FAILED" in text:
         raise ConfigError("promtool", f"unexpected output: {text[:400]}")

@@ -92,6 +92,13 @@ def summarize(results: Sequence[RunResult], page_within_s: float) -> dict[str, A
                 if key.split("/")[1] == severity:
                     by_alert[key] = by_alert.get(key, 0) + n
         entry["false_pages_by_alert"] = dict(sorted(by_alert.items()))
+        by_window: dict[str, int] = {}
+        for r in stationary:
+            for key, n in r.by_window.items():
+                if key.split("/")[1] == severity:
+                    by_window[key] = by_window.get(key, 0) + n
+        # which windows started them (one page may start in several windows at once)
+        entry["false_windows_by_alert"] = dict(sorted(by_window.items()))
         for kind in ("step", "drift"):
             sizes = sorted({r.incident.size for r in results if r.incident.kind == kind})
             for size in sizes:

@@ -63,6 +63,8 @@ class RunResult:
     first_page_s: dict[str, float]  # severity -> seconds from the incident to the first page (inf: none)
     pages_after: dict[str, int]
     by_alert: dict[str, int] = field(default_factory=dict)  # "alertname/severity/metric" -> false pages
+    # "alertname/severity/metric/window" -> false episodes of that window (a page may start in several)
+    by_window: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +133,7 @@ def simulate_case(pools: Pools, case: Case, settings: Settings, rules: dict[str,
     false_q: list[Episode] = []
     first_q: list[Episode] = []
     after_q: list[Episode] = []
+    window_q: list[Episode] = []
     for start in range(0, len(sets), max(1, settings.chunk)):
         chunk = sets[start:start + max(1, settings.chunk)]
 
@@ -138,7 +141,8 @@ def simulate_case(pools: Pools, case: Case, settings: Settings, rules: dict[str,
             return test_file(rule_file, chunk, gauges, traffic.scrape_s, settings.evaluation_s, end_s,
                              measured_total)
 
-        f_q, s_q, a_q = run_promtool(kept_rules, document, workdir=workdir)
+        f_q, s_q, a_q, w_q = run_promtool(kept_rules, document, workdir=workdir)
+        window_q += w_q
         false_q += f_q
         first_q += s_q
         after_q += a_q
@@ -158,6 +162,10 @@ def simulate_case(pools: Pools, case: Case, settings: Settings, rules: dict[str,
             false_pages[e.severity] = false_pages.get(e.severity, 0) + int(e.value)
             key = f"{e.alertname}/{e.severity}/{metric_of(e)}"
             by_alert[key] = by_alert.get(key, 0) + int(e.value)
+        by_window: dict[str, int] = {}
+        for e in _of(window_q, s.pipeline):
+            key = f"{e.alertname}/{e.severity}/{metric_of(e)}/{e.window or '-'}"
+            by_window[key] = by_window.get(key, 0) + int(e.value)
         first: dict[str, float] = {}
         for e in _of(first_q, s.pipeline):
             delay = e.value - incident.start_s
@@ -170,6 +178,7 @@ def simulate_case(pools: Pools, case: Case, settings: Settings, rules: dict[str,
             case=case_name_of(s.pipeline), pipeline=s.pipeline, incident=incident, measured_s=measured,
             judged_per_hour=judged_per_hour, requests_per_hour=meta[s.pipeline + "#req"][2],
             false_pages=false_pages, first_page_s=first, pages_after=after, by_alert=by_alert,
+            by_window=by_window,
         ))
     return results
 

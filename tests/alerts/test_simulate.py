@@ -123,6 +123,27 @@ def test_rules_are_evaluated_by_promtool_and_a_rule_change_changes_the_pages(tmp
     assert all(r.first_page_s.get("warning", math.inf) <= 2 * 3600 for r in results)
 
 
+def test_false_pages_name_the_windows_that_started_them(tmp_path: Path) -> None:
+    """Each false page is also counted per window of its alert: here the 6 h warning is made to fire as soon as
+    the measured period starts (the alert reads the simulated scores, so the simulation keeps it); no other
+    window or severity fires on stationary traffic seen by a perfect judge."""
+    require_binary("promtool")
+    rules = yaml.safe_load(RULES.read_text(encoding="utf-8"))
+    for group in rules["groups"]:
+        for rule in group["rules"]:
+            if (rule.get("alert") == "RagmonFaithfulnessDrop" and rule["labels"]["severity"] == "warning"
+                    and rule["labels"]["window"] == "6h"):
+                rule["expr"] = ('ragmon:score_ratio_count:increase6h{metric="faithfulness"} > 0\n'
+                                "and on(service, pipeline) (ragmon_sim_phase == 1)")
+    results = simulate(_pools(True), (Case("stationary", "none", 0.0),), _settings(), rules, workdir=tmp_path)
+    assert [r.by_alert for r in results] == [{"RagmonFaithfulnessDrop/warning/faithfulness": 1}] * 2
+    assert [r.by_window for r in results] == [{"RagmonFaithfulnessDrop/warning/faithfulness/6h": 1}] * 2
+    report = summarize(results, 7200.0)
+    assert report["severities"]["warning"]["false_windows_by_alert"] == {
+        "RagmonFaithfulnessDrop/warning/faithfulness/6h": 2}
+    assert report["severities"]["critical"]["false_windows_by_alert"] == {}
+
+
 def test_a_rule_promtool_cannot_evaluate_is_an_error(tmp_path: Path) -> None:
     require_binary("promtool")
     broken = yaml.safe_load(RULES.read_text(encoding="utf-8"))
