@@ -172,14 +172,21 @@ def online_names() -> tuple[str, ...]:
 
 # The drop alerts' significance level, shared by the rule generator (deploy/prometheus/generate_rules.py)
 # and power-based sampling (which sizes the sample for that same test): the false pages allowed for per
-# 30 days, spread over every test of a month (Bonferroni) — each window length's windows of a month
-# (720 hourly, 120 of 6 h, 60 of 12 h, 30 of 24 h), each test that pages (per online metric the failing share's
-# rise and the mean score's drop; the contradiction share's rise) and each pipeline the budget covers.
+# 30 days, spread over every chance a test has to fire in a month (Bonferroni) — each window length's episodes
+# on noise (below), each test that pages (per online metric the failing share's rise and the mean score's drop;
+# the contradiction share's rise) and each pipeline the budget covers.
 # ``alert_alpha(pipelines=100, budget_per_30d=0.5)``
 # is a fleet of 100 pipelines behind one Alertmanager sharing half a false page a month.
 PAGE_BUDGET_PER_30D: Final = 0.5  # the default budget: per pipeline, or for the fleet when pipelines are given
 HOURS_PER_30D: Final = 30 * 24
 ALERT_WINDOWS_H: Final[tuple[int, ...]] = (1, 6, 12, 24)  # drop tests' windows (generate_rules.py WINDOW, LONG_WINDOWS)
+# Prometheus tests a window at every evaluation of its group (the hourly window every minute, the long ones every
+# 5 minutes) and an alert fires after `for: 10m`, so a window that moves crosses its level more often than once per
+# disjoint window: on Gaussian noise at z = 4.07, 1.15 / 7.95 / 13.3 / 20.2 episodes per disjoint 1 / 6 / 12 /
+# 24-hour window (bench/window_episodes.py, 4e8 evaluations each; --every 1 for the hourly window). Counted as
+# disjoint windows (720 + 120 + 60 + 30 a month), the long windows fired several times their share of the budget
+# (docs/alerts.md); the budget counts episodes. The ratios grow slowly with z (7.3 / 12.6 / 19.9 at 3.79).
+EPISODES_PER_WINDOW: Final[dict[int, float]] = {1: 1.15, 6: 7.95, 12: 13.3, 24: 20.2}
 
 
 def alert_tests() -> int:
@@ -189,13 +196,18 @@ def alert_tests() -> int:
     return 2 * len(online()) + 1
 
 
+def episodes_per_30d() -> float:
+    """A test's chances to fire on noise in 30 days, over every window length: its disjoint windows times the
+    episodes a moving window has per disjoint window (EPISODES_PER_WINDOW)."""
+    return sum(HOURS_PER_30D / hours * EPISODES_PER_WINDOW[hours] for hours in ALERT_WINDOWS_H)
+
+
 def alert_alpha(pipelines: int = 1, budget_per_30d: float = PAGE_BUDGET_PER_30D) -> float:
     """One-sided level of each window's test so that ``pipelines`` pipelines share ``budget_per_30d``
     false pages per 30 days (over the online metrics of the table as it is now)."""
     if pipelines < 1 or budget_per_30d <= 0:
         raise ValueError(f"need pipelines >= 1 and a positive budget, got {pipelines}, {budget_per_30d}")
-    tests = pipelines * alert_tests() * sum(HOURS_PER_30D / hours for hours in ALERT_WINDOWS_H)
-    return budget_per_30d / tests
+    return budget_per_30d / (pipelines * alert_tests() * episodes_per_30d())
 
 
 # A judge's error rates correct the shares the alerts test (Rogan-Gladen: the flagged rise divided by

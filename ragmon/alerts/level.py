@@ -1,7 +1,7 @@
 """The exact level of the drop alerts' rise test: how often it fires on a share that did not change.
 
 The drop alerts compare a window's failing share (x of n) with the same windows of the past week
-(y of m) and page when the test statistic exceeds z (quality.alert_alpha: 3.79 for one pipeline). The
+(y of m) and page when the test statistic exceeds z (quality.alert_alpha: 4.08 for one pipeline). The
 normal approximation behind z is poor on the small counts of a quiet pipeline: the share's
 distribution is skewed, and the plain two-proportion z with a pooled variance fires several times
 more often than its level. ``level`` sums the two binomial distributions exactly (both at the same

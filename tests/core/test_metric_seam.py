@@ -41,7 +41,8 @@ TOY = quality.QualityMetric(
     description="Words in the answer over ten, capped at 1: a one-word answer is too short.",
 )
 SHIPPED_ONLINE = (sc.METRIC_FAITHFULNESS, sc.METRIC_ANSWER_RELEVANCY, sc.METRIC_CONTEXT_PRECISION)
-HOURS_PER_30D_OF_WINDOWS = 720 + 120 + 60 + 30  # the 1h, 6h, 12h and 24h windows of a month
+# the 1h, 6h, 12h and 24h windows of a month, each times its episodes on noise per disjoint window
+EPISODES_PER_30D = 720 * 1.15 + 120 * 7.95 + 60 * 13.3 + 30 * 20.2
 LONG_ANSWER = "The Pro plan costs 49 dollars per month and includes 10 seats."  # 12 words: 1.0
 
 
@@ -159,7 +160,7 @@ def test_the_rules_generator_gives_it_alerts_and_sizes_z_for_it(toy: quality.Qua
     assert [m.name for m in gen.quality_metrics()] == [*SHIPPED_ONLINE, TOY.name]
     # nine tests page a window now (per online metric, four, its failing share's rise and its mean score's drop;
     # the contradiction share's rise): the agent's --alpha agrees
-    assert pytest.approx(0.5 / (9 * HOURS_PER_30D_OF_WINDOWS)) == gen.DROP_ALPHA
+    assert pytest.approx(0.5 / (9 * EPISODES_PER_30D)) == gen.DROP_ALPHA
     assert load_agent_config(environ={}).detect_alpha == gen.DROP_ALPHA == quality.alert_alpha()
     toy_alerts = [a for a in _alerts(gen.rules()) if a[1].startswith("RagmonAnswerLengthOk")]
     assert sorted(toy_alerts) == sorted(
@@ -209,7 +210,7 @@ def test_unregister_takes_it_out_of_every_room() -> None:
     assert "diagnosis_answer_length_ok_threshold" not in settings_by_name()
     with pytest.raises(ConfigError, match="unknown setting"):
         load_agent_config({"diagnosis_answer_length_ok_threshold": 0.6}, environ={})
-    assert quality.alert_alpha() == pytest.approx(0.5 / (7 * HOURS_PER_30D_OF_WINDOWS))
+    assert quality.alert_alpha() == pytest.approx(0.5 / (7 * EPISODES_PER_30D))
     gen = _rules_generator()
     assert [m.name for m in gen.quality_metrics()] == list(SHIPPED_ONLINE)
     assert not any("AnswerLengthOk" in a[1] for a in _alerts(gen.rules()))
