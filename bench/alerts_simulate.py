@@ -263,28 +263,31 @@ def write_table() -> None:
         "(drop tests over 1h, 6h, 12h and 24h: the failing share's rise on the arcsine scale, and the mean score's",
         "drop above its skew limit, docs/alerts.md; no floors), power-based sampling on",
         f"(`--detect-drop {DETECT_DROP}`), promtool every 5 minutes, base failing share 10 %. Each JSON report names",
-        "the judge build (`judge_build`) that scored its rows.",
+        "the judge build (`judge_build`) that scored its rows and, since 2026-12-06, the level its rules' drop tests",
+        "page above (`drop_z`; `-`: not recorded — before the budget counted episodes, 3.79 in the single-pipeline",
+        "rules since 2026-12-05 and 4.81 in the fleet's; the latency cells have no drop test).",
         "",
         "## Incidents: time to page (critical)",
         "",
         "Cells: runs paged within the time (median minutes over all runs; `never` when half were not paged).",
         "",
-        "| cell | judge build | judged/h | AUC | +10 pts ≤ 2 h | +10 pts ≤ 12 h | +20 pts ≤ 2 h | +20 pts ≤ 6 h |",
-        "|---|---|---|---|---|---|---|---|",
+        "| cell | judge build | z | judged/h | AUC | +10 pts ≤ 2 h | +10 pts ≤ 12 h | +20 pts ≤ 2 h | +20 pts ≤ 6 h |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for tag, r in reports.items():
         if not tag.endswith("incidents") or tag.startswith("latency"):
             continue
         crit = r["severities"]["critical"]
-        lines.append(f"| {tag} | {r.get('judge_build', '-')} | {r['judged_per_hour']:.0f} | {r.get('auc', '-')} | "
+        lines.append(f"| {tag} | {r.get('judge_build', '-')} | {r.get('drop_z') or '-'} | {r['judged_per_hour']:.0f} | "
+                     f"{r.get('auc', '-')} | "
                      f"{_within(crit, '0.10', 120)} | {_within(crit, '0.10', 720)} | {_within(crit, '0.20', 120)} | "
                      f"{_within(crit, '0.20', 360)} |")
     lines += ["", "## Stationary traffic: false alerts per pipeline per 30 days", "",
               "Pages (critical) with an exact Poisson 95 % interval, then every alert of the rules file with its false "
               "firings per pipeline per 30 days, pages and warnings apart (each severity is its own rule, routed "
               "apart), or why it is not simulated here.", "",
-              "| cell | judge build | pipeline-days | judged/h | false pages / 30 d [95 % CI] | "
-              "false firings / 30 d by alert |", "|---|---|---|---|---|---|"]
+              "| cell | judge build | z | pipeline-days | judged/h | false pages / 30 d [95 % CI] | "
+              "false firings / 30 d by alert |", "|---|---|---|---|---|---|---|"]
     not_simulated: dict[str, str] = {}
     for tag, r in reports.items():
         if not configuration_of(tag).endswith("stationary") or tag.startswith(f"fleet{FLEET}-1rps-stationary-"):
@@ -294,8 +297,8 @@ def write_table() -> None:
             if not v.get("simulated") and "simulated by" not in v["why"]:
                 not_simulated[name] = v["why"]
         by_alert = ", ".join(f"{k} {_by_severity(v)}" for k, v in simulated.items()) or "-"
-        lines.append(f"| {tag} | {r.get('judge_build', '-')} | {r['measured_pipeline_days']:.0f} | "
-                     f"{r['judged_per_hour']:.0f} | {_false(r)} | {by_alert} |")
+        lines.append(f"| {tag} | {r.get('judge_build', '-')} | {r.get('drop_z') or '-'} | "
+                     f"{r['measured_pipeline_days']:.0f} | {r['judged_per_hour']:.0f} | {_false(r)} | {by_alert} |")
     lines += pooled_lines(reports)
     lines += fleet_lines(reports)
     if not_simulated:

@@ -28,7 +28,7 @@ from ..scoring.onnx_runner import cpu_model
 from .cases import Case, default_cases
 from .latency import MEDIAN_S, SIGMA, LatencyModel
 from .pools import CONTRADICTING_KEY, CONTRADICTIONS, Pools, auc, build_pools, judge_build
-from .promtool import LATENCY_SERIES, alert_series
+from .promtool import LATENCY_SERIES, alert_series, drop_z
 from .report import every_alert, summarize, table
 from .runner import Settings, simulate
 from .traffic import Sampling, TrafficModel
@@ -207,6 +207,7 @@ def _run(args: argparse.Namespace) -> int:
         "error_rates": {m: {"sensitivity": se, "specificity": sp, "score_gap": settings.score_gaps.get(m)}
                         for m, (se, sp) in settings.error_rates.items()},
         "rules": str(args.rules),
+        "drop_z": drop_z(rules),
         "rate_per_s": args.rate,
         "sampling": {"detect_drop": args.detect_drop, "sample_rate": args.sample_rate, "alpha": args.alpha,
                      "power": args.power},

@@ -118,6 +118,20 @@ def quality_rules(rules: dict[str, Any], keep_alert: Any = None,
     return {"groups": groups}
 
 
+_RISE_Z_LEVEL = re.compile(r"rise_z\w+(?:\{[^}]*\})? > ([\d.]+)")
+
+
+def drop_z(rules: dict[str, Any]) -> float | None:
+    """The level the drop and rise alerts of ``rules`` page above (generate_rules.py DROP_Z), or None: what a
+    report records so that cells run under other budgets are told apart."""
+    for group in rules.get("groups", []):
+        for rule in group.get("rules", []):
+            found = _RISE_Z_LEVEL.search(rule.get("expr", "")) if "alert" in rule else None
+            if found:
+                return float(found.group(1))
+    return None
+
+
 def _expand_names(expr: str, records: dict[str, str], depth: int = 0) -> str:
     if depth > 8:
         return expr

@@ -261,6 +261,12 @@ def test_the_command_writes_the_json_contract(tmp_path: Path, capsys: pytest.Cap
     assert report["auc"] is not None and report["groups"] == ["m0", "m1"]
     assert report["judge_build"] == pools_module.judge_build()
     assert report["cpu"] == cpu_model() and "logical CPUs" in report["cpu"]  # int8 scores depend on it
+    # the level the rules' drop tests page above, as the generator sized it (cells under other budgets differ)
+    generator_spec = importlib.util.spec_from_file_location("gen_rules_z", RULES.with_name("generate_rules.py"))
+    assert generator_spec is not None and generator_spec.loader is not None
+    generator = importlib.util.module_from_spec(generator_spec)
+    generator_spec.loader.exec_module(generator)
+    assert report["drop_z"] == generator.DROP_Z
     # every alert of the rules file: simulated with its false firings a month, or why not
     shipped = {r["alert"] for g in yaml.safe_load(RULES.read_text(encoding="utf-8"))["groups"] for r in g["rules"]
                if "alert" in r}
