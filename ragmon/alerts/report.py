@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -64,6 +64,16 @@ def _minutes(values: Sequence[float], q: float) -> float | None:
     return None if not math.isfinite(x) else round(float(x) / 60.0, 1)
 
 
+def _counts_of(severity: str, counts: Iterable[Mapping[str, int]]) -> dict[str, int]:
+    """The counts keyed "alertname/severity/..." of one severity, summed over runs, sorted by key."""
+    out: dict[str, int] = {}
+    for by_key in counts:
+        for key, n in by_key.items():
+            if key.split("/")[1] == severity:
+                out[key] = out.get(key, 0) + n
+    return dict(sorted(out.items()))
+
+
 def summarize(results: Sequence[RunResult], page_within_s: float) -> dict[str, Any]:
     """The JSON contract of ``ragmon alerts simulate --out``, per severity."""
     # false pages: stationary runs only (every metric's series; incident runs carry only their metric)
@@ -86,19 +96,9 @@ def summarize(results: Sequence[RunResult], page_within_s: float) -> dict[str, A
             "false_pages": events,
             "steps": {},
         }
-        by_alert: dict[str, int] = {}
-        for r in stationary:
-            for key, n in r.by_alert.items():
-                if key.split("/")[1] == severity:
-                    by_alert[key] = by_alert.get(key, 0) + n
-        entry["false_pages_by_alert"] = dict(sorted(by_alert.items()))
-        by_window: dict[str, int] = {}
-        for r in stationary:
-            for key, n in r.by_window.items():
-                if key.split("/")[1] == severity:
-                    by_window[key] = by_window.get(key, 0) + n
+        entry["false_pages_by_alert"] = _counts_of(severity, (r.by_alert for r in stationary))
         # which windows started them (one page may start in several windows at once)
-        entry["false_windows_by_alert"] = dict(sorted(by_window.items()))
+        entry["false_windows_by_alert"] = _counts_of(severity, (r.by_window for r in stationary))
         for kind in ("step", "drift"):
             sizes = sorted({r.incident.size for r in results if r.incident.kind == kind})
             for size in sizes:
