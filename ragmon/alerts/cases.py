@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,11 +22,19 @@ class Case:
 
     def incident(self, rng: np.random.Generator, warmup_s: float, end_s: float) -> Incident:
         """The incident of one run: it starts at a random minute of the measured period that leaves
-        a day after it (a drift needs it to reach its size)."""
+        a day after it (a drift needs it to reach its size), at a uniformly random time of day.
+
+        Traffic swings over the day, so when an incident starts decides how many traces see it: a
+        start span that is not whole days weights some hours twice (3 measured days left 1.5 days
+        of starts, so afternoon starts, followed by the night's trough, were 2 in 3). The span is cut
+        to whole days; under one day it is kept as it is (too short a period to be uniform)."""
         if self.kind == "none":
             return Incident("none")
-        first, last = warmup_s + DAY / 2, max(warmup_s + DAY / 2, end_s - DAY)
-        start = float(rng.uniform(first, last)) // 60 * 60
+        first = warmup_s + DAY / 2
+        span = max(0.0, end_s - DAY - first)
+        if span >= DAY:
+            span = math.floor(span / DAY) * DAY
+        start = float(rng.uniform(first, first + span)) // 60 * 60
         return Incident(self.kind, self.size, start, DRIFT_S)
 
 

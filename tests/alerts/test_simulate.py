@@ -93,6 +93,19 @@ def test_the_incident_raises_the_failing_share_the_agent_counts() -> None:
     assert run.requests == pytest.approx(2 * DAY, rel=0.02) and run.judged == run.requests  # rate 1: all judged
 
 
+@pytest.mark.parametrize("days", [3.0, 4.0, 2.2])
+def test_incidents_start_at_every_time_of_day_alike(days: float) -> None:
+    # traffic swings over the day: a start span of 1.5 days would make afternoon starts 2 in 3
+    warmup, end = 7 * DAY, (7 + days) * DAY
+    rng = np.random.default_rng(5)
+    starts = np.array([Case("step_0.10", "step", 0.10).incident(rng, warmup, end).start_s for _ in range(20_000)])
+    assert starts.min() >= warmup + DAY / 2 and starts.max() <= end - DAY  # a day after it, as before
+    hours = (starts % DAY) / 3600.0
+    if days - 1.5 >= 1.0:  # at least a whole day of starts: each quarter of the day gets a quarter of them
+        counts = np.histogram(hours, bins=4, range=(0, 24))[0] / len(hours)
+        assert np.all(np.abs(counts - 0.25) < 0.015), counts
+
+
 def test_power_based_sampling_judges_a_busy_pipeline_less() -> None:
     traffic = TrafficModel(rate_per_s=20.0, days=0.5, warmup_days=0.5)
     run = simulate_pipeline(_pools(True), traffic, Sampling(detect_drop=0.08, alpha=2.3e-4), Incident("none"),
