@@ -235,8 +235,13 @@ def run_promtool(rules: dict[str, Any], document_of: Any, timeout_s: float = 360
         test.write_text(yaml.safe_dump(document, width=10**9, sort_keys=False), encoding="utf-8")
         proc = subprocess.run([promtool_path(), "test", "rules", str(test)], capture_output=True, text=True,
                               timeout=timeout_s, check=False)
+    output = proc.stdout + proc.stderr
+    # 0: every query empty, 1: some query "failed" (got samples: what is read here); anything else (a signal,
+    # a crash) would read as a run in which nothing fired
+    if proc.returncode not in (0, 1) or not any(word in output for word in ("SUCCESS", "FAILED")):
+        raise ConfigError("promtool", f"exited with {proc.returncode} without a test report: {output[-400:]!r}")
     tests = document["tests"][0]["promql_expr_test"]
-    per_test = parse_output(proc.stdout + proc.stderr, [(q["expr"], q["eval_time"]) for q in tests])
+    per_test = parse_output(output, [(q["expr"], q["eval_time"]) for q in tests])
     # the four kinds of query, each over every measured day, merged per kind
     merged: list[list[Episode]] = [[], [], [], []]
     for i, samples in enumerate(per_test):

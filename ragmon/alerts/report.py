@@ -56,6 +56,19 @@ def rate_ci95(events: int, exposure_days: float) -> tuple[float, float]:
     return lo * scale, hi * scale
 
 
+def _within_by_start(runs: Sequence[RunResult], delays: Sequence[float], page_within_s: float) -> dict[str, list[int]]:
+    """Paged in time / runs, by the quarter of the day the incident started in: when traffic ebbs after an
+    incident, fewer traces see it."""
+    out: dict[str, list[int]] = {}
+    for r, d in zip(runs, delays, strict=True):
+        quarter = int(r.incident.start_s % DAY // (DAY / 4))
+        key = f"{6 * quarter:02d}-{6 * quarter + 6:02d}h"
+        hit_runs = out.setdefault(key, [0, 0])
+        hit_runs[0] += int(d <= page_within_s)
+        hit_runs[1] += 1
+    return dict(sorted(out.items()))
+
+
 def _minutes(values: Sequence[float], q: float) -> float | None:
     """A quantile of delays in minutes, where a run never paged counts as infinitely late."""
     if not values:
@@ -115,6 +128,9 @@ def summarize(results: Sequence[RunResult], page_within_s: float) -> dict[str, A
                     "median_minutes": _minutes(delays, 0.5),
                     "p90_minutes": _minutes(delays, 0.9),
                     "never_paged": sum(1 for d in delays if not math.isfinite(d)),
+                    # the simulated clock's time of day at the incident (traffic peaks at 15:00, ebbs at 03:00)
+                    "start_hours": [round(r.incident.start_s % DAY / 3600.0, 2) for r in runs],
+                    "within_by_start": _within_by_start(runs, delays, page_within_s),
                 }
         out["severities"][severity] = entry
     # the contract's top level: the page (critical)

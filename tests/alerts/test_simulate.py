@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import os
 import random
 from pathlib import Path
 from statistics import NormalDist
@@ -168,6 +169,20 @@ def test_a_rule_promtool_cannot_evaluate_is_an_error(tmp_path: Path) -> None:
         simulate(_pools(True), (Case("stationary", "none", 0.0),), _settings(runs=1), broken, workdir=tmp_path)
 
 
+def test_a_promtool_that_dies_is_an_error_not_a_quiet_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # killed mid-run (an operator's pkill, the OOM killer), promtool prints no report: that must not read
+    # as a simulation in which no alert fired
+    real = require_binary("promtool")
+    dying = tmp_path / "bin" / "promtool"
+    dying.parent.mkdir()
+    dying.write_text(f'#!/bin/sh\n"{real}" "$@" & kill -9 $$\n', encoding="utf-8")
+    dying.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{dying.parent}:{os.environ['PATH']}")
+    rules = yaml.safe_load(RULES.read_text(encoding="utf-8"))
+    with pytest.raises(Exception, match=r"promtool.*exited with -9"):
+        simulate(_pools(True), (Case("step_0.20", "step", 0.20),), _settings(runs=1), rules, workdir=tmp_path)
+
+
 def test_a_judge_that_cannot_tell_neither_pages_for_a_step_nor_for_noise(tmp_path: Path) -> None:
     require_binary("promtool")
     rules = yaml.safe_load(RULES.read_text(encoding="utf-8"))
@@ -289,6 +304,13 @@ def test_the_command_writes_the_json_contract(tmp_path: Path, capsys: pytest.Cap
     assert "--latency" in report["alerts"]["RagmonRetrievalLatencyHigh"]["why"]
     assert not report["alerts"]["RagmonAgentDown"]["simulated"] and report["alerts"]["RagmonAgentDown"]["why"]
     assert report["severities"]["critical"]["steps"]["0.20"]["delays_minutes"]
+    # when in the day each incident started, and what was paged in time by quarter of the day
+    assert len(step["start_hours"]) == step["runs"] and all(0 <= h < 24 for h in step["start_hours"])
+    by_start = step["within_by_start"]
+    assert sum(runs for _hits, runs in by_start.values()) == step["runs"]
+    assert sum(hits for hits, _runs in by_start.values()) == round(step["p_detect"] * step["runs"])
+    quarter = int(step["start_hours"][0] // 6)
+    assert f"{6 * quarter:02d}-{6 * quarter + 6:02d}h" in by_start
     assert "| critical |" in md.read_text(encoding="utf-8") and "| critical |" in capsys.readouterr().out
     # deterministic with --seed, and the judge's scores come from the cache the second time
     again = tmp_path / "again.json"
