@@ -270,15 +270,21 @@ def write_table() -> None:
         "## Incidents: time to page (critical)",
         "",
         "Cells: runs paged within the time (median minutes over all runs; `never` when half were not paged).",
+        "Starts: `uniform` — each incident at a uniformly random time of day (the report keeps `start_hours` and",
+        "`within_by_start`); `1.5 d` — a report from before that, whose start times spanned 1.5 days, so the",
+        "afternoon and evening starts that the night's ebb of traffic follows were 2 in 3.",
         "",
-        "| cell | judge build | z | judged/h | AUC | +10 pts ≤ 2 h | +10 pts ≤ 12 h | +20 pts ≤ 2 h | +20 pts ≤ 6 h |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| cell | judge build | z | starts | judged/h | AUC | +10 pts ≤ 2 h | +10 pts ≤ 12 h | +20 pts ≤ 2 h "
+        "| +20 pts ≤ 6 h |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for tag, r in reports.items():
         if not tag.endswith("incidents") or tag.startswith("latency"):
             continue
         crit = r["severities"]["critical"]
-        lines.append(f"| {tag} | {r.get('judge_build', '-')} | {r.get('drop_z') or '-'} | {r['judged_per_hour']:.0f} | "
+        starts = "uniform" if all("start_hours" in step for step in crit["steps"].values()) else "1.5 d"
+        lines.append(f"| {tag} | {r.get('judge_build', '-')} | {r.get('drop_z') or '-'} | {starts} | "
+                     f"{r['judged_per_hour']:.0f} | "
                      f"{r.get('auc', '-')} | "
                      f"{_within(crit, '0.10', 120)} | {_within(crit, '0.10', 720)} | {_within(crit, '0.20', 120)} | "
                      f"{_within(crit, '0.20', 360)} |")
