@@ -185,7 +185,9 @@ ALERT_WINDOWS_H: Final[tuple[int, ...]] = (1, 6, 12, 24)  # drop tests' windows 
 # disjoint window: on Gaussian noise at z = 4.07, 1.15 / 7.95 / 13.3 / 20.2 episodes per disjoint 1 / 6 / 12 /
 # 24-hour window (bench/window_episodes.py, 4e8 evaluations each; --every 1 for the hourly window). Counted as
 # disjoint windows (720 + 120 + 60 + 30 a month), the long windows fired several times their share of the budget
-# (docs/alerts.md); the budget counts episodes. The ratios grow slowly with z (7.3 / 12.6 / 19.9 at 3.79).
+# (docs/alerts.md); the budget counts episodes. The ratios grow slowly with z (7.3 / 12.6 / 19.9 at 3.79) and then
+# hold: 7.95 / 13.15 / 20.19 at 4.5 (4e9 evaluations, 950-1,500 episodes each), so they serve a fleet's z (5.05 at
+# 100 pipelines) too.
 EPISODES_PER_WINDOW: Final[dict[int, float]] = {1: 1.15, 6: 7.95, 12: 13.3, 24: 20.2}
 
 

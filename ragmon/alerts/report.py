@@ -124,7 +124,7 @@ def summarize(results: Sequence[RunResult], page_within_s: float) -> dict[str, A
                     "runs": len(runs),
                     "delays_minutes": [None if not math.isfinite(d) else round(d / 60.0, 1) for d in delays],
                     "p_detect": round(within / len(runs), 3),
-                    "p_detect_ci95": [round(x, 3) for x in _wilson(within, len(runs))],
+                    "p_detect_ci95": [round(x, 3) for x in proportion_ci95(within, len(runs))],
                     "median_minutes": _minutes(delays, 0.5),
                     "p90_minutes": _minutes(delays, 0.9),
                     "never_paged": sum(1 for d in delays if not math.isfinite(d)),
@@ -170,7 +170,8 @@ def every_alert(rules: dict[str, Any], report: dict[str, Any], simulated: set[st
     return out
 
 
-def _wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+def proportion_ci95(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson's 95 % interval of a share of k in n runs (sound at 0 and n, unlike the normal one)."""
     if n == 0:
         return (0.0, 1.0)
     p = k / n

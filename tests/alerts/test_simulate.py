@@ -26,7 +26,7 @@ from ragmon.alerts.cases import Case
 from ragmon.alerts.latency import LatencyModel
 from ragmon.alerts.level import level, mean_level
 from ragmon.alerts.pools import CONTRADICTIONS, Pools, ScoredRow, build_pools
-from ragmon.alerts.report import summarize
+from ragmon.alerts.report import proportion_ci95, summarize
 from ragmon.alerts.runner import Settings, simulate
 from ragmon.alerts.traffic import DAY, Incident, Sampling, TrafficModel, simulate_pipeline
 from ragmon.cli import main
@@ -388,3 +388,12 @@ def test_the_mean_test_holds_its_level_with_its_skew_limit_on_a_thin_tail_of_low
     for scores in (thin, tail):
         limit = z + coef * scores.mean() / np.sqrt(scores.var() * n)
         assert mean_level(scores, n, limit, draws=1_000_000, seed=1) < 1.3 * alpha
+
+
+def test_the_share_of_runs_paged_carries_wilsons_interval() -> None:
+    # 16 of 20 runs: Wilson's 95 % interval is 58.4-91.9 %; at 0 or n it stays inside [0, 1] and is not empty
+    lo, hi = proportion_ci95(16, 20)
+    assert (round(lo, 3), round(hi, 3)) == (0.584, 0.919)
+    assert proportion_ci95(0, 5)[0] == 0.0 and 0.4 < proportion_ci95(0, 5)[1] < 0.45
+    assert proportion_ci95(5, 5)[1] == 1.0 and 0.55 < proportion_ci95(5, 5)[0] < 0.6
+    assert proportion_ci95(0, 0) == (0.0, 1.0)
