@@ -2,7 +2,8 @@
 
 Each simulated pipeline run becomes its own ``pipeline`` label in one promtool test per case (or per
 ``chunk`` pipelines of a case, for a fleet), so Prometheus evaluates all of them in one pass; cases run
-in parallel (``jobs`` promtool processes). With ``Settings.latency`` set, the pipelines are latency
+in parallel (``jobs`` promtool processes), and the chunks of a case share the jobs the cases leave over
+(one fleet case on 2 cores: two chunks at once). With ``Settings.latency`` set, the pipelines are latency
 series instead (``latency.py``) and the retrieval latency alerts are evaluated.
 """
 
@@ -87,7 +88,8 @@ class Settings:
 
 
 def simulate_case(pools: Pools, case: Case, settings: Settings, rules: dict[str, Any],
-                  workdir: Path | None = None) -> list[RunResult]:
+                  workdir: Path | None = None, chunk_jobs: int = 1) -> list[RunResult]:
+    """One case's runs; its chunks of pipelines go to ``chunk_jobs`` promtool processes at once."""
     traffic = settings.traffic
     warmup_s = traffic.warmup_days * DAY
     end_s = traffic.total_s
@@ -134,18 +136,23 @@ def simulate_case(pools: Pools, case: Case, settings: Settings, rules: dict[str,
     first_q: list[Episode] = []
     after_q: list[Episode] = []
     window_q: list[Episode] = []
-    for start in range(0, len(sets), max(1, settings.chunk)):
-        chunk = sets[start:start + max(1, settings.chunk)]
+    size = max(1, settings.chunk)
+    chunks = [sets[start:start + size] for start in range(0, len(sets), size)]
 
-        def document(rule_file: Path, chunk: list[SeriesSet] = chunk) -> dict[str, Any]:
+    def evaluate(chunk: list[SeriesSet]) -> list[list[Episode]]:
+        def document(rule_file: Path) -> dict[str, Any]:
             return test_file(rule_file, chunk, gauges, traffic.scrape_s, settings.evaluation_s, end_s,
                              measured_total)
 
-        f_q, s_q, a_q, w_q = run_promtool(kept_rules, document, workdir=workdir)
-        window_q += w_q
-        false_q += f_q
-        first_q += s_q
-        after_q += a_q
+        return run_promtool(kept_rules, document, workdir=workdir)
+
+    # each chunk is its own promtool test, so they may run side by side; map keeps their order
+    with ThreadPoolExecutor(max_workers=max(1, min(chunk_jobs, len(chunks)))) as pool:
+        for f_q, s_q, a_q, w_q in pool.map(evaluate, chunks):
+            window_q += w_q
+            false_q += f_q
+            first_q += s_q
+            after_q += a_q
     # an alert without a metric label (the contradiction rise) is known by the counters it reads
     series_of = {name: (CONTRADICTIONS if what == sc.M_ANSWERS_CONTRADICTING else "")
                  for name, what in alert_series(kept_rules, reads).items()}
@@ -204,7 +211,10 @@ def _of(samples: list[Episode], pipeline: str) -> list[Episode]:
 
 def simulate(pools: Pools, cases: tuple[Case, ...], settings: Settings, rules: dict[str, Any],
              workdir: Path | None = None) -> list[RunResult]:
-    """Every case; cases run ``settings.jobs`` at a time (simulation in Python, evaluation in promtool)."""
-    with ThreadPoolExecutor(max_workers=max(1, settings.jobs)) as pool:
-        parts = list(pool.map(lambda c: simulate_case(pools, c, settings, rules, workdir), cases))
+    """Every case; cases run ``settings.jobs`` at a time (simulation in Python, evaluation in promtool), and
+    the jobs the cases leave over evaluate a case's chunks side by side."""
+    jobs = max(1, settings.jobs)
+    chunk_jobs = max(1, jobs // max(1, len(cases)))
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        parts = list(pool.map(lambda c: simulate_case(pools, c, settings, rules, workdir, chunk_jobs), cases))
     return [r for part in parts for r in part]

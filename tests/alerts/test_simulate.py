@@ -158,6 +158,20 @@ def test_false_pages_name_the_windows_that_started_them(tmp_path: Path) -> None:
     assert report["severities"]["critical"]["false_windows_by_alert"] == {}
 
 
+def test_a_fleet_split_into_chunks_that_run_side_by_side_gets_the_same_results(tmp_path: Path) -> None:
+    """A fleet's pipelines go to promtool in chunks, two at once when the cases leave jobs over: every run's
+    pages, windows and delays are those of one promtool test over the whole fleet, in the same order."""
+    require_binary("promtool")
+    rules = yaml.safe_load(RULES.read_text(encoding="utf-8"))
+    cases = (Case("step_0.20", "step", 0.20),)
+    whole = simulate(_pools(True), cases, _settings(runs=1, pipelines=2, chunk=2, jobs=2), rules, workdir=tmp_path)
+    split = simulate(_pools(True), cases, _settings(runs=1, pipelines=2, chunk=1, jobs=2), rules, workdir=tmp_path)
+    assert [r.pipeline for r in split] == [r.pipeline for r in whole] and len(whole) == 2
+    assert [(r.first_page_s, r.false_pages, r.by_alert, r.by_window, r.pages_after) for r in split] == \
+        [(r.first_page_s, r.false_pages, r.by_alert, r.by_window, r.pages_after) for r in whole]
+    assert all(r.first_page_s.get("critical", math.inf) <= 2 * 3600 for r in whole)  # and they did page
+
+
 def test_a_rule_promtool_cannot_evaluate_is_an_error(tmp_path: Path) -> None:
     require_binary("promtool")
     broken = yaml.safe_load(RULES.read_text(encoding="utf-8"))
