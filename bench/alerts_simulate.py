@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import subprocess
 import sys
 import time
@@ -255,7 +256,7 @@ def pooled_lines(reports: dict[str, dict]) -> list[str]:
 def pooled_incident_lines(reports: dict[str, dict]) -> list[str]:
     """Per incident configuration with more than one seed block: the runs paged in time over every block, with
     Wilson's 95 % interval, and the median delay over all of them."""
-    from ragmon.alerts.report import proportion_ci95
+    from ragmon.alerts.report import delay_quantile_minutes, proportion_ci95
 
     blocks: dict[str, list[tuple[str, dict]]] = {}
     for tag, r in reports.items():
@@ -273,9 +274,8 @@ def pooled_incident_lines(reports: dict[str, dict]) -> list[str]:
             return "-"
         hit = sum(1 for d in delays if d is not None and d <= minutes)
         lo, hi = proportion_ci95(hit, len(delays))
-        paged = sorted(d for d in delays if d is not None)
-        # the median over every run, an unpaged run counting as later than any paged one
-        median = paged[len(delays) // 2] if len(delays) // 2 < len(paged) else None
+        # the reports' own median (seconds in, an unpaged run infinitely late)
+        median = delay_quantile_minutes([math.inf if d is None else 60.0 * d for d in delays], 0.5)
         return (f"{hit}/{len(delays)} = {100.0 * hit / len(delays):.0f} % [{100.0 * lo:.0f}, {100.0 * hi:.0f}] "
                 f"({'never' if median is None else f'{median:.0f}'})")
 

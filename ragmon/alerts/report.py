@@ -69,7 +69,7 @@ def _within_by_start(runs: Sequence[RunResult], delays: Sequence[float], page_wi
     return dict(sorted(out.items()))
 
 
-def _minutes(values: Sequence[float], q: float) -> float | None:
+def delay_quantile_minutes(values: Sequence[float], q: float) -> float | None:
     """A quantile of delays in minutes, where a run never paged counts as infinitely late."""
     if not values:
         return None
@@ -125,8 +125,8 @@ def summarize(results: Sequence[RunResult], page_within_s: float) -> dict[str, A
                     "delays_minutes": [None if not math.isfinite(d) else round(d / 60.0, 1) for d in delays],
                     "p_detect": round(within / len(runs), 3),
                     "p_detect_ci95": [round(x, 3) for x in proportion_ci95(within, len(runs))],
-                    "median_minutes": _minutes(delays, 0.5),
-                    "p90_minutes": _minutes(delays, 0.9),
+                    "median_minutes": delay_quantile_minutes(delays, 0.5),
+                    "p90_minutes": delay_quantile_minutes(delays, 0.9),
                     "never_paged": sum(1 for d in delays if not math.isfinite(d)),
                     # the simulated clock's time of day at the incident (traffic peaks at 15:00, ebbs at 03:00)
                     "start_hours": [round(r.incident.start_s % DAY / 3600.0, 2) for r in runs],
