@@ -56,7 +56,7 @@ lint: dev-install
 
 ## One command: install everything (Python deps, Prometheus, Kafka) and run lint + the whole test suite.
 test: dev-install services lint
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=25
 
 test-fast: dev-install
 	$(BIN)/python -m pytest -q -m "not kafka and not prometheus and not image"

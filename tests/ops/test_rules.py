@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import shutil
 import subprocess
 import sys
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
 
@@ -53,16 +55,25 @@ def test_promtool_check_rules(promtool: str) -> None:
     assert "SUCCESS" in result.stdout
 
 
+def run_rule_test(promtool: str, path: Path) -> subprocess.CompletedProcess[str]:
+    # a guard against a hang, not a speed check: the longest file took ~5 min of promtool beside other work on
+    # 2 cores once the long windows rolled (hour-apart lookups)
+    return subprocess.run([promtool, "test", "rules", str(path)], capture_output=True, text=True, timeout=1700,
+                          cwd=REPO)
+
+
 @pytest.mark.timeout(1800)
 def test_promtool_unit_tests(promtool: str) -> None:
     assert RULE_TESTS, "no rule unit tests found"
-    # a guard against a hang, not a speed check: the files took ~11 min of promtool beside other work on 2 cores
-    # once the long windows rolled (hour-apart lookups), ~5 min before
-    result = subprocess.run(
-        [promtool, "test", "rules", *map(str, RULE_TESTS)], capture_output=True, text=True, timeout=1700, cwd=REPO
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.count("SUCCESS") == len(RULE_TESTS), result.stdout
+    # one promtool per file, as many at once as there are cores: a promtool test runs on about one core, and the
+    # files took ~16 min one after another; the largest files first, so the last to start is a short one
+    by_size = sorted(RULE_TESTS, key=lambda path: path.stat().st_size, reverse=True)
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        outputs = pool.map(lambda path: run_rule_test(promtool, path), by_size)
+        results = dict(zip(by_size, outputs, strict=True))
+    failed = {path.name: r.stdout + r.stderr for path, r in results.items()
+              if r.returncode != 0 or r.stdout.count("SUCCESS") != 1}
+    assert not failed, "\n".join(f"{name}:\n{output}" for name, output in failed.items())
 
 
 def test_every_alert_is_unit_tested_firing_and_quiet() -> None:
