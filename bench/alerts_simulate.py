@@ -2,7 +2,9 @@
 incident metric, fleet size), the JSON reports under ``docs/alerts-simulation/`` and the table
 ``docs/alerts-simulation/README.md`` that docs/alerts.md quotes.
 
-Cells, in the order they run (each is skipped when its report exists, so an interrupted run resumes):
+Cells, in the order they run (each is skipped when its report exists, so an interrupted run resumes; within a
+cell, promtool's answer to each chunk of pipelines is kept in the work folder, so a cell stopped midway resumes
+from the chunks it had finished):
 
 - RAGTruth QA at 0.1, 1 and 10 req/s: steps of +10 and +20 points of unfaithful answers (5 runs of 3 measured
   days, 20 at 0.1 req/s; "paged within" read from each run's delay) and stationary traffic (5 runs of 10
@@ -138,12 +140,13 @@ def cells(work: Path) -> list[tuple[str, list[str]]]:
     out.append((f"fleet{FLEET}-1rps-incidents", [qa, "--rate", "1", *fleet, *steps]))
     out.append((f"fleet{FLEET}-1rps-stationary", [qa, "--rate", "1", *fleet, "--cases", "stationary", "--runs", "1",
                                                   "--pipelines", str(FLEET), "--days", "3", "--chunk", "20"]))
-    # more fleet-days, one seed a cell (~2 h of promtool each on 2 cores: run them one at a time, across
-    # sessions, with --only); write_table adds every fleet cell's pages and days up
+    # more fleet-days, one seed a cell (hours of promtool each on 2 cores: run them one at a time with --only;
+    # each chunk of 10 pipelines is kept when it is done, so a cell stopped at the end of a working session
+    # resumes from its finished chunks); write_table adds every fleet cell's pages and days up
     for seed in range(1, FLEET_CHUNKS + 1):
         out.append((f"fleet{FLEET}-1rps-stationary-seed{seed}",
                     [qa, "--rate", "1", *fleet, "--cases", "stationary", "--runs", "1", "--pipelines", str(FLEET),
-                     "--days", str(FLEET_CHUNK_DAYS), "--chunk", "20", "--seed", str(seed)]))
+                     "--days", str(FLEET_CHUNK_DAYS), "--chunk", "10", "--seed", str(seed)]))
     return out
 
 

@@ -25,6 +25,7 @@ from ..config import add_setting_flags
 from ..errors import ConfigError, JudgeError, ModelError
 from ..scoring.factory import add_judge_argument
 from ..scoring.onnx_runner import cpu_model
+from .answers import PromtoolAnswers
 from .cases import Case, default_cases
 from .latency import MEDIAN_S, SIGMA, LatencyModel
 from .pools import CONTRADICTING_KEY, CONTRADICTIONS, Pools, auc, build_pools, judge_build
@@ -90,7 +91,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="promtool's evaluation step (default 300: 5x cheaper than the rules' 60 s)")
     sim.add_argument("--seed", type=int, default=0)
     sim.add_argument("--jobs", type=int, default=2, help="promtool processes at once (default 2)")
-    sim.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="where judge scores are cached")
+    sim.add_argument("--cache", type=Path, default=DEFAULT_CACHE,
+                     help="where judge scores and promtool's answers (per chunk of pipelines) are kept: a stopped "
+                          "run started again with the same arguments skips the chunks it had finished")
+    sim.add_argument("--fresh", action="store_true",
+                     help="ask promtool every chunk again, even where an answer is kept (none is written either)")
     sim.add_argument("--out", type=Path, default=None, metavar="REPORT.json")
     sim.add_argument("--markdown", type=Path, default=None, metavar="REPORT.md")
 
@@ -191,7 +196,8 @@ def _run(args: argparse.Namespace) -> int:
         evaluation_s=args.evaluation_interval,
         chunk=args.chunk,
     )
-    results = simulate(pools, cases, settings, rules)
+    answers = _answers(args)
+    results = simulate(pools, cases, settings, rules, answers=answers)
     report = summarize(results, args.page_within * 60.0)
     report["alerts"] = every_alert(rules, report, set(alert_series(rules)))
     report.update({
@@ -218,6 +224,7 @@ def _run(args: argparse.Namespace) -> int:
         "seed": args.seed,
         "evaluation_interval_s": args.evaluation_interval,
         "cases": [c.name for c in cases],
+        "promtool_answers": _answers_used(answers),
         "seconds": round(time.monotonic() - started, 1),
     })
     title = (f"{args.labels.name}: judge {args.judge}{' + ' + args.judge_profile.name if args.judge_profile else ''}, "
@@ -237,17 +244,30 @@ def _run_latency(args: argparse.Namespace, cases: tuple[Case, ...]) -> int:
         chunk=args.chunk, latency=model,
     )
     empty = Pools(source="latency", judge="none", profile=None, rows=())
-    report = summarize(simulate(empty, cases, settings, rules), args.page_within * 60.0)
+    answers = _answers(args)
+    report = summarize(simulate(empty, cases, settings, rules, answers=answers), args.page_within * 60.0)
     report["alerts"] = every_alert(rules, report, set(alert_series(rules, LATENCY_SERIES)))
     report.update({
         "latency": {"median_s": model.median_s, "sigma": model.sigma, "p95_s": round(model.p95_s, 3)},
         "rules": str(args.rules), "rate_per_s": args.rate, "days": args.days, "runs": args.runs,
         "pipelines": args.pipelines, "seed": args.seed, "evaluation_interval_s": args.evaluation_interval,
-        "cases": [c.name for c in cases], "seconds": round(time.monotonic() - started, 1),
+        "cases": [c.name for c in cases], "promtool_answers": _answers_used(answers),
+        "seconds": round(time.monotonic() - started, 1),
     })
     title = (f"retrieval latency (median {model.median_s:g} s, P95 {model.p95_s:.2f} s): {args.rate:g} req/s, "
              f"{args.runs} runs x {args.days:g} days")
     return _write(args, report, title)
+
+
+def _answers(args: argparse.Namespace) -> PromtoolAnswers | None:
+    return None if args.fresh else PromtoolAnswers(args.cache / "promtool")
+
+
+def _answers_used(answers: PromtoolAnswers | None) -> dict[str, Any] | None:
+    """How many promtool tests the run asked for and how many it read back from an earlier run."""
+    if answers is None:
+        return None
+    return {"asked": answers.asked, "reused": answers.reused, "kept_in": str(answers.directory)}
 
 
 def _write(args: argparse.Namespace, report: dict[str, Any], title: str) -> int:

@@ -32,6 +32,7 @@ import yaml
 
 from .. import semconv as sc
 from ..errors import ConfigError
+from .answers import PromtoolAnswers, promtool_version
 
 DAY_S = 86_400.0
 QUERY_SPAN_S = 3 * 3600.0  # measured time per ALERTS query (promtool's per-query sample limit)
@@ -225,21 +226,34 @@ def test_file(
 
 
 def run_promtool(rules: dict[str, Any], document_of: Any, timeout_s: float = 3600.0,
-                 workdir: Path | None = None) -> list[list[Episode]]:
-    """Write the rules and the test, run promtool, return one list of samples per query."""
+                 workdir: Path | None = None, answers: PromtoolAnswers | None = None) -> list[list[Episode]]:
+    """Write the rules and the test, run promtool (or read its answer from ``answers``, where the same
+    question was answered before), return one list of samples per query."""
     with tempfile.TemporaryDirectory(prefix="ragmon-alerts-", dir=workdir) as tmp:
         rule_file = Path(tmp) / "rules.yml"
-        rule_file.write_text(yaml.safe_dump(rules, width=10**9, sort_keys=False), encoding="utf-8")
+        rules_text = yaml.safe_dump(rules, width=10**9, sort_keys=False)
+        rule_file.write_text(rules_text, encoding="utf-8")
         document = document_of(rule_file)
         test = Path(tmp) / "test.yml"
-        test.write_text(yaml.safe_dump(document, width=10**9, sort_keys=False), encoding="utf-8")
-        proc = subprocess.run([promtool_path(), "test", "rules", str(test)], capture_output=True, text=True,
-                              timeout=timeout_s, check=False)
-    output = proc.stdout + proc.stderr
-    # 0: every query empty, 1: some query "failed" (got samples: what is read here); anything else (a signal,
-    # a crash) would read as a run in which nothing fired
-    if proc.returncode not in (0, 1) or not any(word in output for word in ("SUCCESS", "FAILED")):
-        raise ConfigError("promtool", f"exited with {proc.returncode} without a test report: {output[-400:]!r}")
+        test_text = yaml.safe_dump(document, width=10**9, sort_keys=False)
+        test.write_text(test_text, encoding="utf-8")
+        promtool = promtool_path()
+        # the question without the folder it was written to
+        key = "" if answers is None else answers.key(promtool_version(promtool), rules_text, test_text.replace(tmp, ""))
+        kept = None if answers is None else answers.get(key)
+        if answers is not None and kept is not None and _reported(kept):
+            answers.counted_reuse()
+            output = kept
+        else:
+            proc = subprocess.run([promtool, "test", "rules", str(test)], capture_output=True, text=True,
+                                  timeout=timeout_s, check=False)
+            output = proc.stdout + proc.stderr
+            # 0: every query empty, 1: some query "failed" (got samples: what is read here); anything else (a
+            # signal, a crash) would read as a run in which nothing fired
+            if proc.returncode not in (0, 1) or not _reported(output):
+                raise ConfigError("promtool", f"exited with {proc.returncode} without a test report: {output[-400:]!r}")
+            if answers is not None:
+                answers.put(key, output)
     tests = document["tests"][0]["promql_expr_test"]
     per_test = parse_output(output, [(q["expr"], q["eval_time"]) for q in tests])
     # the four kinds of query, each over every measured day, merged per kind
@@ -247,6 +261,10 @@ def run_promtool(rules: dict[str, Any], document_of: Any, timeout_s: float = 360
     for i, samples in enumerate(per_test):
         merged[i % len(merged)].extend(samples)
     return merged
+
+
+def _reported(output: str) -> bool:
+    return any(word in output for word in ("SUCCESS", "FAILED"))
 
 
 def parse_output(text: str, queries: Sequence[tuple[str, str]]) -> list[list[Episode]]:

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from .. import semconv as sc
+from .answers import PromtoolAnswers
 from .cases import Case
 from .latency import LatencyModel, simulate_latency
 from .latency import counters as latency_counters
@@ -88,8 +89,10 @@ class Settings:
 
 
 def simulate_case(pools: Pools, case: Case, settings: Settings, rules: dict[str, Any],
-                  workdir: Path | None = None, chunk_jobs: int = 1) -> list[RunResult]:
-    """One case's runs; its chunks of pipelines go to ``chunk_jobs`` promtool processes at once."""
+                  workdir: Path | None = None, chunk_jobs: int = 1,
+                  answers: PromtoolAnswers | None = None) -> list[RunResult]:
+    """One case's runs; its chunks of pipelines go to ``chunk_jobs`` promtool processes at once (a chunk
+    answered before, in ``answers``, is not asked again)."""
     traffic = settings.traffic
     warmup_s = traffic.warmup_days * DAY
     end_s = traffic.total_s
@@ -144,7 +147,7 @@ def simulate_case(pools: Pools, case: Case, settings: Settings, rules: dict[str,
             return test_file(rule_file, chunk, gauges, traffic.scrape_s, settings.evaluation_s, end_s,
                              measured_total)
 
-        return run_promtool(kept_rules, document, workdir=workdir)
+        return run_promtool(kept_rules, document, workdir=workdir, answers=answers)
 
     # each chunk is its own promtool test, so they may run side by side; map keeps their order
     with ThreadPoolExecutor(max_workers=max(1, min(chunk_jobs, len(chunks)))) as pool:
@@ -210,11 +213,16 @@ def _of(samples: list[Episode], pipeline: str) -> list[Episode]:
 
 
 def simulate(pools: Pools, cases: tuple[Case, ...], settings: Settings, rules: dict[str, Any],
-             workdir: Path | None = None) -> list[RunResult]:
+             workdir: Path | None = None, answers: PromtoolAnswers | None = None) -> list[RunResult]:
     """Every case; cases run ``settings.jobs`` at a time (simulation in Python, evaluation in promtool), and
-    the jobs the cases leave over evaluate a case's chunks side by side."""
+    the jobs the cases leave over evaluate a case's chunks side by side. With ``answers``, each chunk's
+    promtool output is kept, and a chunk asked before is read back (a stopped run resumes)."""
     jobs = max(1, settings.jobs)
     chunk_jobs = max(1, jobs // max(1, len(cases)))
+
+    def one(case: Case) -> list[RunResult]:
+        return simulate_case(pools, case, settings, rules, workdir, chunk_jobs, answers)
+
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        parts = list(pool.map(lambda c: simulate_case(pools, c, settings, rules, workdir, chunk_jobs), cases))
+        parts = list(pool.map(one, cases))
     return [r for part in parts for r in part]

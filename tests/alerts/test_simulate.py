@@ -22,6 +22,7 @@ import yaml
 
 from ragmon.alerts import pools as pools_module
 from ragmon.alerts import promtool as pt
+from ragmon.alerts.answers import PromtoolAnswers
 from ragmon.alerts.cases import Case
 from ragmon.alerts.latency import LatencyModel
 from ragmon.alerts.level import level, mean_level
@@ -170,6 +171,66 @@ def test_a_fleet_split_into_chunks_that_run_side_by_side_gets_the_same_results(t
     assert [(r.first_page_s, r.false_pages, r.by_alert, r.by_window, r.pages_after) for r in split] == \
         [(r.first_page_s, r.false_pages, r.by_alert, r.by_window, r.pages_after) for r in whole]
     assert all(r.first_page_s.get("critical", math.inf) <= 2 * 3600 for r in whole)  # and they did page
+
+
+def test_a_simulation_stopped_midway_resumes_from_the_chunks_it_had_finished(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """promtool's answer to each chunk is kept under its question: a run killed after its first chunk, started
+    again, asks promtool only the chunk it had not finished and gets the results of an uninterrupted run; a third
+    run asks promtool nothing (a promtool that dies on every test would fail it)."""
+    real = require_binary("promtool")
+    rules = yaml.safe_load(RULES.read_text(encoding="utf-8"))
+    cases = (Case("step_0.20", "step", 0.20),)
+    # two chunks, one after the other; a day of warm-up (not the week) is enough for a +20-point step to page
+    settings = _settings(runs=1, pipelines=2, chunk=1, jobs=1,
+                         traffic=TrafficModel(rate_per_s=0.5, days=1.0, warmup_days=1.0))
+    kept = tmp_path / "answers"
+
+    def promtool_that(script: str) -> None:
+        fake = tmp_path / script / "promtool"
+        fake.parent.mkdir()
+        body = {"dies-after-one": f'[ -e "{tmp_path}/asked" ] && kill -9 $$\ntouch "{tmp_path}/asked"\n',
+                "always-dies": "kill -9 $$\n"}[script]
+        fake.write_text(f'#!/bin/sh\n[ "$1" = --version ] && exec "{real}" "$@"\n{body}exec "{real}" "$@"\n',
+                        encoding="utf-8")
+        fake.chmod(0o755)
+        monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
+
+    promtool_that("dies-after-one")
+    stopped = PromtoolAnswers(kept)
+    with pytest.raises(Exception, match=r"promtool.*exited with -9"):
+        simulate(_pools(True), cases, settings, rules, workdir=tmp_path, answers=stopped)
+    assert (stopped.asked, stopped.reused) == (2, 0) and len(list(kept.glob("*.txt"))) == 1
+
+    monkeypatch.setenv("PATH", f"{Path(real).parent}:{os.environ['PATH']}")
+    resumed = PromtoolAnswers(kept)
+    results = simulate(_pools(True), cases, settings, rules, workdir=tmp_path, answers=resumed)
+    assert (resumed.asked, resumed.reused) == (2, 1)
+    uninterrupted = simulate(_pools(True), cases, settings, rules, workdir=tmp_path)
+    outcome = [(r.pipeline, r.first_page_s, r.false_pages, r.by_alert, r.by_window, r.pages_after) for r in results]
+    assert outcome == [(r.pipeline, r.first_page_s, r.false_pages, r.by_alert, r.by_window, r.pages_after)
+                       for r in uninterrupted]
+    assert all(r.first_page_s.get("critical", math.inf) <= 2 * 3600 for r in results)  # and they did page
+
+    promtool_that("always-dies")
+    again = PromtoolAnswers(kept)
+    assert [(r.pipeline, r.first_page_s, r.by_window) for r in simulate(
+        _pools(True), cases, settings, rules, workdir=tmp_path, answers=again)] == [o[:2] + o[4:5] for o in outcome]
+    assert (again.asked, again.reused) == (2, 2)
+
+
+def test_a_kept_answer_that_cannot_be_read_is_asked_again(tmp_path: Path) -> None:
+    require_binary("promtool")
+    rules = yaml.safe_load(RULES.read_text(encoding="utf-8"))
+    cases = (Case("stationary", "none", 0.0),)
+    settings = _settings(runs=1, pipelines=1, traffic=TrafficModel(rate_per_s=0.5, days=0.5, warmup_days=1.0))
+    first = PromtoolAnswers(tmp_path / "answers")
+    simulate(_pools(True), cases, settings, rules, workdir=tmp_path, answers=first)
+    (answer,) = (tmp_path / "answers").glob("*.txt")
+    answer.write_text("", encoding="utf-8")  # a disk that lost it
+    second = PromtoolAnswers(tmp_path / "answers")
+    simulate(_pools(True), cases, settings, rules, workdir=tmp_path, answers=second)
+    assert (second.asked, second.reused) == (1, 0) and "SUCCESS" in answer.read_text(encoding="utf-8")
 
 
 def test_a_rule_promtool_cannot_evaluate_is_an_error(tmp_path: Path) -> None:
@@ -326,12 +387,15 @@ def test_the_command_writes_the_json_contract(tmp_path: Path, capsys: pytest.Cap
     quarter = int(step["start_hours"][0] // 6)
     assert f"{6 * quarter:02d}-{6 * quarter + 6:02d}h" in by_start
     assert "| critical |" in md.read_text(encoding="utf-8") and "| critical |" in capsys.readouterr().out
-    # deterministic with --seed, and the judge's scores come from the cache the second time
+    assert report["promtool_answers"]["asked"] == 2 and report["promtool_answers"]["reused"] == 0  # one per case
+    # deterministic with --seed: the judge's scores come from the cache the second time, and promtool's answers
+    # too, which they can only where every input series came out the same to the byte (the answer's key)
     again = tmp_path / "again.json"
     main(["alerts", "simulate", str(labels), "--runs", "1", "--days", "1", "--rate", "0.2",
           "--cases", "stationary,step_0.20", "--cache", str(tmp_path / "cache"), "--seed", "5", "--out", str(again)])
     second = json.loads(again.read_text(encoding="utf-8"))
     assert (second["steps"], second["false_pages_per_30d"]) == (report["steps"], report["false_pages_per_30d"])
+    assert second["promtool_answers"]["reused"] == 2
 
 
 def test_bad_arguments_are_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
