@@ -15,6 +15,7 @@ import os
 import subprocess
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -42,19 +43,19 @@ class PromtoolAnswers:
             digest.update(b"\0")
         return digest.hexdigest()
 
-    def get(self, key: str) -> str | None:
+    def get(self, key: str, accept: Callable[[str], bool]) -> str | None:
+        """The answer kept under ``key`` if there is one that ``accept`` takes (a whole promtool report)."""
         with self._lock:
             self.asked += 1
         try:
             text = (self.directory / f"{key}.txt").read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             return None
-        return text
-
-    def counted_reuse(self) -> None:
-        """The answer got from ``get`` was read and accepted."""
+        if not accept(text):
+            return None
         with self._lock:
             self.reused += 1
+        return text
 
     def put(self, key: str, output: str) -> None:
         # written beside and renamed: a run killed while writing leaves no half answer under the key

@@ -240,11 +240,8 @@ def run_promtool(rules: dict[str, Any], document_of: Any, timeout_s: float = 360
         promtool = promtool_path()
         # the question without the folder it was written to
         key = "" if answers is None else answers.key(promtool_version(promtool), rules_text, test_text.replace(tmp, ""))
-        kept = None if answers is None else answers.get(key)
-        if answers is not None and kept is not None and _reported(kept):
-            answers.counted_reuse()
-            output = kept
-        else:
+        output = None if answers is None else answers.get(key, accept=_reported)
+        if output is None:
             proc = subprocess.run([promtool, "test", "rules", str(test)], capture_output=True, text=True,
                                   timeout=timeout_s, check=False)
             output = proc.stdout + proc.stderr
