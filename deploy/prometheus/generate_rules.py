@@ -245,8 +245,22 @@ def _window_counts(stem: str, counter: str, by: str, w: str) -> list[dict[str, o
     hourly = f"{stem}:increase{WINDOW}"
     return [
         {"record": now, "expr": _rolling(hourly, by, w)},
-        {"record": before, "expr": _rolling(f"{hourly}_{SAME_HOUR}", by, w)},
+        {"record": before, "expr": f"{_rolling(f'{hourly}_{SAME_HOUR}', by, w)}\nunless on({by})\n"
+                                   f"{_partial_day(counter, by, w)}"},
     ]
+
+
+def _partial_day(counter: str, by: str, w: str) -> str:
+    """Series whose baseline over window ``w`` holds a partial day: ``counter`` existed ``d`` days ago but not
+    ``d`` days and ``w`` ago, so that day's window covers only its last hours. A baseline of other hours of the
+    day than the window's is a different question mix (traffic swings over the day), and a new pipeline's
+    second day paged on it (``ragmon alerts simulate`` with a day of history: 2 false pages in 2 pipeline-days
+    on a judge that cannot tell). The long windows wait until every day of their baseline is whole: the 6h
+    window skips the first 6 hours of each of a new pipeline's first 7 days, the 24h window waits 8 days."""
+    hours = _seconds(w) // 3600
+    days = [f"sum by ({by}) ({counter} offset {24 * d}h)\n  unless on({by})\n"
+            f"  sum by ({by}) ({counter} offset {24 * d + hours}h)" for d in range(1, SEASONAL_DAYS + 1)]
+    return "(\n  " + "\n  or\n  ".join(days) + "\n)"
 
 
 def _share_rise_rules(events: str, events_counter: str, total: str, total_counter: str,
