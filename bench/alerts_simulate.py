@@ -17,7 +17,9 @@ from the chunks it had finished):
   slower at 1 req/s;
 - a fleet, last (the costliest): the QA steps under the rules and --alpha generated for 100 pipelines sharing
   0.5 false pages a month (``generate_rules.py --pipelines 100``: what the fleet's budget costs a pipeline in
-  time to page), then 100 pipelines at 1 req/s on stationary traffic in one simulation.
+  time to page), then 100 pipelines at 1 req/s on stationary traffic in one simulation, then parts of the fleet
+  (``fleet100-1rps-stationary-seedN``: 10 of its pipelines for 10 days, a fleet-day each, a seed each), which
+  also count the test statistics' tails (``--tail-levels``).
 
     python bench/alerts_simulate.py                    # every cell (the data: python3 scripts/benchdata.py)
     python bench/alerts_simulate.py --only qa-0.1      # only the cells whose tag starts so
@@ -42,7 +44,13 @@ from bench._benchdata import benchdata_file  # noqa: E402  (the labelled dev set
 OUT = ROOT / "docs" / "alerts-simulation"
 DETECT_DROP = 0.08  # power-based sampling sized for the critical step
 FLEET = 100
-FLEET_CHUNKS, FLEET_CHUNK_DAYS = 3, 10  # with the first fleet cell's 3 days: 33 fleet-days
+# More fleet-days: parts of the fleet, each its own seed and report (10 pipelines x 10 measured days = one
+# fleet-day, ~35 min of one core; the pipelines of a fleet are simulated independently, so parts add up to the
+# fleet's days exactly as chunks of one simulation would); with the first fleet cell's 3 days: 33 fleet-days
+FLEET_PARTS, FLEET_PART_PIPELINES, FLEET_PART_DAYS = 30, 10, 10
+# the seed cells also count their test statistics' tails (ragmon/alerts/tails.py): the fleet's z is too rare for
+# its false pages to check the normal model the budget assumes, the tail up to ~4.5 is not
+TAIL_LEVELS = "2,2.5,3,3.5,4,4.5,5"
 # every quality configuration on stationary traffic gets this many more blocks of 5 runs x 10 days (one
 # seed each), so its false firings are read from 100 pipeline-days: 50 cannot tell 0.6 a month from 1.2
 STATIONARY_SEEDS = (1,)
@@ -140,13 +148,13 @@ def cells(work: Path) -> list[tuple[str, list[str]]]:
     out.append((f"fleet{FLEET}-1rps-incidents", [qa, "--rate", "1", *fleet, *steps]))
     out.append((f"fleet{FLEET}-1rps-stationary", [qa, "--rate", "1", *fleet, "--cases", "stationary", "--runs", "1",
                                                   "--pipelines", str(FLEET), "--days", "3", "--chunk", "20"]))
-    # more fleet-days, one seed a cell (hours of promtool each on 2 cores: run them one at a time with --only;
-    # each chunk of 10 pipelines is kept when it is done, so a cell stopped at the end of a working session
-    # resumes from its finished chunks); write_table adds every fleet cell's pages and days up
-    for seed in range(1, FLEET_CHUNKS + 1):
+    # more fleet-days, a part a cell (run a few a session with --only fleet100-1rps-stationary-seed; each writes its
+    # report when done); write_table adds every fleet cell's pages and days up
+    for seed in range(1, FLEET_PARTS + 1):
         out.append((f"fleet{FLEET}-1rps-stationary-seed{seed}",
-                    [qa, "--rate", "1", *fleet, "--cases", "stationary", "--runs", "1", "--pipelines", str(FLEET),
-                     "--days", str(FLEET_CHUNK_DAYS), "--chunk", "10", "--seed", str(seed)]))
+                    [qa, "--rate", "1", *fleet, "--cases", "stationary", "--runs", "1", "--pipelines",
+                     str(FLEET_PART_PIPELINES), "--days", str(FLEET_PART_DAYS), "--chunk", str(FLEET_PART_PIPELINES),
+                     "--seed", str(seed), "--tail-levels", TAIL_LEVELS]))
     return out
 
 
@@ -212,6 +220,31 @@ def fleet_lines(reports: dict[str, dict]) -> list[str]:
                 f"{', '.join(str(r.get('seed', '-')) for r in cells.values())}; judge builds {builds}): "
                 f"{pages} false pages in {fleet_days:.0f} fleet-days, {30.0 * pages / fleet_days:.2f} per 30 "
                 f"fleet-days [95 % CI {lo:.2f}, {hi:.2f}]."]
+
+
+def tail_lines(reports: dict[str, dict]) -> list[str]:
+    """Per cell that counted them: the share of measured evaluations at which the alerts' test statistics were
+    above each level, as a multiple of the normal tail the false-page budget assumes (ragmon/alerts/tails.py)."""
+    cells = {t: r["tails"] for t, r in reports.items() if r.get("tails")}
+    if not cells:
+        return []
+    levels = sorted({level for tails in cells.values() for level in tails["all"]["above"]}, key=float)
+    lines = ["", "## The test statistics' tails on stationary traffic", "",
+             "Every test statistic the quality alerts page on (the share's rise and the mean's drop per metric, the "
+             "contradiction share's rise; every window), at every measured evaluation: how many were above each "
+             "level, and that share as a multiple of the standard normal's 1 − Φ(z) [95 % bootstrap interval over "
+             "pipelines]. The budget sizes z as if the ratio were 1; under 1 is conservative.", "",
+             "| cell | pipelines | evaluations | " + " | ".join(f"z > {level}" for level in levels) + " |",
+             "|---|---|---|" + "---|" * len(levels)]
+    for tag, tails in cells.items():
+        pooled = tails["all"]
+        row = []
+        for level in levels:
+            ci = pooled["ratio_ci95"].get(level)
+            interval = f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else " [-]"
+            row.append(f"{pooled['above'].get(level, 0)}: {pooled['ratio'].get(level, 0.0):.2f}×{interval}")
+        lines.append(f"| {tag} | {tails['pipelines']} | {pooled['points']:,} | " + " | ".join(row) + " |")
+    return lines
 
 
 def configuration_of(tag: str) -> str:
@@ -356,6 +389,7 @@ def write_table() -> None:
                      f"{r['measured_pipeline_days']:.0f} | {r['judged_per_hour']:.0f} | {_false(r)} | {by_alert} |")
     lines += pooled_lines(reports)
     lines += fleet_lines(reports)
+    lines += tail_lines(reports)
     if not_simulated:
         lines += ["", "Not simulated:", ""]
         lines += [f"- `{name}`: {why}" for name, why in sorted(not_simulated.items())]

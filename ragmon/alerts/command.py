@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -32,7 +33,7 @@ from .pools import CONTRADICTING_KEY, CONTRADICTIONS, Pools, auc, build_pools, j
 from .promtool import LATENCY_SERIES, alert_series, drop_z
 from .report import every_alert, summarize, table
 from .runner import Settings, simulate
-from .traffic import Sampling, TrafficModel
+from .traffic import MIN_WARMUP_DAYS, WARMUP_DAYS, Sampling, TrafficModel
 
 NAME: Final = "alerts"
 HELP: Final = "measure the shipped alerts end to end: false pages and time-to-page on simulated traffic"
@@ -67,7 +68,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help=f"--latency: median retrieval time (default {MEDIAN_S:g})")
     sim.add_argument("--latency-sigma", type=float, default=SIGMA,
                      help=f"--latency: log-normal spread (default {SIGMA:g}: P95 = median x 2.7)")
-    sim.add_argument("--days", type=float, default=7.0, help="measured days per run, after a 7-day warm-up")
+    sim.add_argument("--days", type=float, default=7.0, help="measured days per run, after the warm-up")
+    sim.add_argument("--warmup-days", type=float, default=WARMUP_DAYS, metavar="DAYS",
+                     help=f"history simulated before measuring (default {WARMUP_DAYS:g}: the rules' baseline, the same "
+                          "window of the past 7 days, whole for every window; fewer: a new pipeline, a quicker look)")
     sim.add_argument("--runs", type=int, default=10, help="runs per case (default 10)")
     sim.add_argument("--cases", default="all",
                      help="comma list: stationary, step_SIZE, drift_SIZE (default: stationary, step_0.05, "
@@ -89,6 +93,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="an incident counts as detected when paged within this (default 120)")
     sim.add_argument("--evaluation-interval", type=float, default=300.0, metavar="SECONDS",
                      help="promtool's evaluation step (default 300: 5x cheaper than the rules' 60 s)")
+    sim.add_argument("--tail-levels", default="", metavar="Z,Z,...",
+                     help="also count, on stationary runs, the evaluations at which each test statistic was above "
+                          "each level, against the normal tail the false-page budget assumes (e.g. 2,3,4)")
     sim.add_argument("--seed", type=int, default=0)
     sim.add_argument("--jobs", type=int, default=2, help="promtool processes at once (default 2)")
     sim.add_argument("--cache", type=Path, default=DEFAULT_CACHE,
@@ -163,6 +170,10 @@ def _run(args: argparse.Namespace) -> int:
         raise ConfigError("--rules", f"no such file: {args.rules}")
     if args.rate <= 0 or args.runs < 1 or args.pipelines < 1 or args.days <= 0 or args.chunk < 1:
         raise ConfigError("--rate/--runs/--pipelines/--days/--chunk", "must be positive")
+    tail_levels = _levels(args.tail_levels)
+    if args.warmup_days < MIN_WARMUP_DAYS:
+        raise ConfigError("--warmup-days", f"must be at least {MIN_WARMUP_DAYS:g}: the rules compare each window "
+                                           "with the same window a day before")
     cases = _cases(args.cases)
     if args.latency:
         return _run_latency(args, cases)
@@ -181,7 +192,7 @@ def _run(args: argparse.Namespace) -> int:
     rules = yaml.safe_load(args.rules.read_text(encoding="utf-8"))
     error_rates, score_gaps = _error_rates(args, pools)
     settings = Settings(
-        traffic=TrafficModel(rate_per_s=args.rate, days=args.days),
+        traffic=TrafficModel(rate_per_s=args.rate, days=args.days, warmup_days=args.warmup_days),
         sampling=Sampling(rate=args.sample_rate, detect_drop=args.detect_drop, alpha=args.alpha, power=args.power),
         base_share=args.base_share,
         thresholds={m.name: m.threshold for m in quality.online()},
@@ -195,6 +206,7 @@ def _run(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         evaluation_s=args.evaluation_interval,
         chunk=args.chunk,
+        tail_levels=tail_levels,
     )
     answers = _answers(args)
     results = simulate(pools, cases, settings, rules, answers=answers)
@@ -219,6 +231,7 @@ def _run(args: argparse.Namespace) -> int:
                      "power": args.power},
         "base_share": args.base_share,
         "days": args.days,
+        "warmup_days": args.warmup_days,
         "runs": args.runs,
         "pipelines": args.pipelines,
         "seed": args.seed,
@@ -232,13 +245,25 @@ def _run(args: argparse.Namespace) -> int:
     return _write(args, report, title)
 
 
+def _levels(spec: str) -> tuple[float, ...]:
+    """'2,3,4' -> (2.0, 3.0, 4.0): increasing, finite levels of a test statistic."""
+    try:
+        levels = tuple(float(x) for x in spec.split(",") if x.strip())
+    except ValueError:
+        levels = (float("nan"),)
+    if any(not math.isfinite(x) for x in levels) or list(levels) != sorted(set(levels)):
+        raise ConfigError("--tail-levels", f"expected increasing numbers separated by commas, got {spec!r}")
+    return levels
+
+
 def _run_latency(args: argparse.Namespace, cases: tuple[Case, ...]) -> int:
     """The retrieval latency alerts on simulated latency series (no labels, no judge)."""
     started = time.monotonic()
     rules = yaml.safe_load(args.rules.read_text(encoding="utf-8"))
     model = LatencyModel(median_s=args.latency_median, sigma=args.latency_sigma)
     settings = Settings(
-        traffic=TrafficModel(rate_per_s=args.rate, days=args.days), sampling=Sampling(), base_share=0.0,
+        traffic=TrafficModel(rate_per_s=args.rate, days=args.days, warmup_days=args.warmup_days),
+        sampling=Sampling(), base_share=0.0,
         thresholds={}, error_rates={}, score_gaps={}, judge="none", incident_metric=None, runs=args.runs,
         pipelines=args.pipelines, seed=args.seed, jobs=args.jobs, evaluation_s=args.evaluation_interval,
         chunk=args.chunk, latency=model,
@@ -249,7 +274,8 @@ def _run_latency(args: argparse.Namespace, cases: tuple[Case, ...]) -> int:
     report["alerts"] = every_alert(rules, report, set(alert_series(rules, LATENCY_SERIES)))
     report.update({
         "latency": {"median_s": model.median_s, "sigma": model.sigma, "p95_s": round(model.p95_s, 3)},
-        "rules": str(args.rules), "rate_per_s": args.rate, "days": args.days, "runs": args.runs,
+        "rules": str(args.rules), "rate_per_s": args.rate, "days": args.days,
+        "warmup_days": args.warmup_days, "runs": args.runs,
         "pipelines": args.pipelines, "seed": args.seed, "evaluation_interval_s": args.evaluation_interval,
         "cases": [c.name for c in cases], "promtool_answers": _answers_used(answers),
         "seconds": round(time.monotonic() - started, 1),

@@ -36,6 +36,12 @@ from .answers import PromtoolAnswers, promtool_version
 
 DAY_S = 86_400.0
 QUERY_SPAN_S = 3 * 3600.0  # measured time per ALERTS query (promtool's per-query sample limit)
+EPISODE_QUERIES = 4  # the kinds of ALERTS query per span: false starts, first start after, starts after, windows
+# The test statistics the quality alerts page on (every window): their tails on stationary traffic are what the
+# false-page budget assumes to be normal (quality.alert_alpha)
+# (no backslash: promtool quotes the query back Go-style, and parse_output matches it by text)
+Z_RECORDS = "ragmon:(score_failures:rise|score_ratio:drop|answers_contradicting:rise)_z"
+TAIL_WINDOWS = ("1h", "6h", "12h", "24h")  # generate_rules.py WINDOW and LONG_WINDOWS
 PHASE_SERIES = "ragmon_sim_phase"  # 0 warm-up, 1 measured before the incident, 2 after it
 _NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 _GOT = re.compile(r"^\s*(\{.*\})\s+(\S+)\s*$")
@@ -61,6 +67,7 @@ class Episode:
     metric: str
     value: float  # what the query returned: an episode count, or a first timestamp (s)
     window: str = ""  # the drop test's window, in the query that keeps it (which windows fire)
+    record: str = ""  # the test statistic's recording rule, in the tail queries
 
 
 def promtool_path() -> str:
@@ -168,8 +175,10 @@ def test_file(
     end_s: float,
     measured_s: float,
     service: str = "sim",
+    tail_levels: Sequence[float] = (),
 ) -> dict[str, Any]:
-    """A promtool unit-test document: the input series and the queries over ``ALERTS``."""
+    """A promtool unit-test document: the input series and the queries over ``ALERTS``; with ``tail_levels``,
+    also how often each test statistic (``Z_RECORDS``) was above each level while measured (``tail_queries``)."""
     series: list[dict[str, str]] = []
     n_scrapes = max(len(s.phases) for s in sets)
     for s in sets:
@@ -214,6 +223,8 @@ def test_file(
             f"sum_over_time(({window_starts} and {phase % 1}){rng})",
         ):
             tests.append({"expr": query, "eval_time": f"{end}s", "exp_samples": []})
+        for query in tail_queries(tail_levels, rng, phase % 1):
+            tests.append({"expr": query, "eval_time": f"{end}s", "exp_samples": []})
     return {
         "rule_files": [str(rule_file)],
         "evaluation_interval": f"{int(evaluation_s)}s",
@@ -225,10 +236,28 @@ def test_file(
     }
 
 
+def tail_queries(levels: Sequence[float], rng: str, measured: str) -> list[str]:
+    """Per window, then per pipeline, metric and test statistic: its evaluations in ``rng`` while ``measured`` (the
+    first query), then those above each of ``levels``. The statistic's name goes to a ``record`` label (an
+    ``*_over_time`` drops the metric name). One window a query: promtool's engine holds at most 10,000 samples
+    at once, and a 3-hour subquery of every statistic over every window of 20 pipelines would hold ~20,000.
+    Empty ``levels``: no query at all, so the ALERTS queries' answers stay as they were."""
+    if not levels:
+        return []
+    out = []
+    for window in TAIL_WINDOWS:
+        named = (f'label_replace({{__name__=~"{Z_RECORDS}{window}"}}, "record", "$1", "__name__", "(.+)")')
+        out += [f"sum by(pipeline, metric, record) (count_over_time((({named} > {level:g}) and {measured}){rng}))"
+                for level in (-math.inf, *levels)]
+    return out
+
+
 def run_promtool(rules: dict[str, Any], document_of: Any, timeout_s: float = 3600.0,
-                 workdir: Path | None = None, answers: PromtoolAnswers | None = None) -> list[list[Episode]]:
+                 workdir: Path | None = None, answers: PromtoolAnswers | None = None,
+                 kinds: int = EPISODE_QUERIES) -> list[list[Episode]]:
     """Write the rules and the test, run promtool (or read its answer from ``answers``, where the same
-    question was answered before), return one list of samples per query."""
+    question was answered before), return the samples of each of the ``kinds`` queries per span (the episode
+    queries, then any tail queries), merged over the spans."""
     with tempfile.TemporaryDirectory(prefix="ragmon-alerts-", dir=workdir) as tmp:
         rule_file = Path(tmp) / "rules.yml"
         rules_text = yaml.safe_dump(rules, width=10**9, sort_keys=False)
@@ -253,10 +282,10 @@ def run_promtool(rules: dict[str, Any], document_of: Any, timeout_s: float = 360
                 answers.put(key, output)
     tests = document["tests"][0]["promql_expr_test"]
     per_test = parse_output(output, [(q["expr"], q["eval_time"]) for q in tests])
-    # the four kinds of query, each over every measured day, merged per kind
-    merged: list[list[Episode]] = [[], [], [], []]
+    # each kind of query over every measured day, merged per kind
+    merged: list[list[Episode]] = [[] for _ in range(kinds)]
     for i, samples in enumerate(per_test):
-        merged[i % len(merged)].extend(samples)
+        merged[i % kinds].extend(samples)
     return merged
 
 
@@ -293,7 +322,7 @@ def parse_output(text: str, queries: Sequence[tuple[str, str]]) -> list[list[Epi
                 results[current].append(Episode(
                     alertname=labels.get("alertname", ""), severity=labels.get("severity", ""),
                     pipeline=labels.get("pipeline", ""), metric=labels.get("metric", ""),
-                    value=float(match.group(2)), window=labels.get("window", ""),
+                    value=float(match.group(2)), window=labels.get("window", ""), record=labels.get("record", ""),
                 ))
     if current < 0 and "SUCCESS" not in text and "FAILED" in text:
         raise ConfigError("promtool", f"unexpected output: {text[:400]}")

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from .runner import RunResult
+from .tails import summarize_tails
 from .traffic import DAY
 
 SEVERITIES = ("warning", "critical")
@@ -137,6 +138,9 @@ def summarize(results: Sequence[RunResult], page_within_s: float) -> dict[str, A
     page = out["severities"]["critical"]
     out["false_pages_per_30d"] = page["false_pages_per_30d"]
     out["steps"] = page["steps"]
+    tails = summarize_tails(results)
+    if tails is not None:
+        out["tails"] = tails
     return out
 
 
@@ -202,6 +206,11 @@ def table(report: dict[str, Any]) -> str:
             x = e["drifts"][d]
             row.append(f"{x['p_detect'] * 100:.0f} %, {_fmt(x['median_minutes'])}")
         lines.append("| " + " | ".join(row) + " |")
+    if "tails" in report:
+        pooled = report["tails"]["all"]
+        ratios = ", ".join(f"z > {level}: {pooled['above'][level]} ({pooled['ratio'][level]:.2f}× the normal tail)"
+                           for level in pooled["above"])
+        lines += ["", f"Test statistics over {pooled['points']:,} measured evaluations: {ratios}"]
     return "\n".join(lines)
 
 

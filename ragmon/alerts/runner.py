@@ -25,8 +25,10 @@ from .latency import LatencyModel, simulate_latency
 from .latency import counters as latency_counters
 from .pools import CONTRADICTIONS, Pools
 from .promtool import (
+    EPISODE_QUERIES,
     LATENCY_SERIES,
     QUALITY_SERIES,
+    TAIL_WINDOWS,
     Episode,
     SeriesSet,
     alert_series,
@@ -67,6 +69,8 @@ class RunResult:
     by_alert: dict[str, int] = field(default_factory=dict)  # "alertname/severity/metric" -> false pages
     # "alertname/severity/metric/window" -> false episodes of that window (a page may start in several)
     by_window: dict[str, int] = field(default_factory=dict)
+    # with Settings.tail_levels: "record/metric" -> {"points": evaluations measured, "<level>": those above it}
+    tails: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +90,8 @@ class Settings:
     evaluation_s: float = EVALUATION_S
     chunk: int = 20  # simulated pipelines per promtool process (a fleet is split)
     latency: LatencyModel | None = None  # simulate retrieval latency instead of judge scores
+    # levels at which each test statistic's tail is counted while measured (ragmon/alerts/tails.py); () = none
+    tail_levels: tuple[float, ...] = ()
 
 
 def simulate_case(pools: Pools, case: Case, settings: Settings, rules: dict[str, Any],
@@ -139,23 +145,28 @@ def simulate_case(pools: Pools, case: Case, settings: Settings, rules: dict[str,
     first_q: list[Episode] = []
     after_q: list[Episode] = []
     window_q: list[Episode] = []
+    tail_q: list[list[Episode]] = [[] for _ in TAIL_WINDOWS for _ in (-math.inf, *settings.tail_levels)] \
+        if settings.tail_levels else []
     size = max(1, settings.chunk)
     chunks = [sets[start:start + size] for start in range(0, len(sets), size)]
 
     def evaluate(chunk: list[SeriesSet]) -> list[list[Episode]]:
         def document(rule_file: Path) -> dict[str, Any]:
             return test_file(rule_file, chunk, gauges, traffic.scrape_s, settings.evaluation_s, end_s,
-                             measured_total)
+                             measured_total, tail_levels=settings.tail_levels)
 
-        return run_promtool(kept_rules, document, workdir=workdir, answers=answers)
+        return run_promtool(kept_rules, document, workdir=workdir, answers=answers,
+                            kinds=EPISODE_QUERIES + len(tail_q))
 
     # each chunk is its own promtool test, so they may run side by side; map keeps their order
     with ThreadPoolExecutor(max_workers=max(1, min(chunk_jobs, len(chunks)))) as pool:
-        for f_q, s_q, a_q, w_q in pool.map(evaluate, chunks):
+        for f_q, s_q, a_q, w_q, *t_q in pool.map(evaluate, chunks):
             window_q += w_q
             false_q += f_q
             first_q += s_q
             after_q += a_q
+            for level_q, got in zip(tail_q, t_q, strict=True):
+                level_q += got
     # an alert without a metric label (the contradiction rise) is known by the counters it reads
     series_of = {name: (CONTRADICTIONS if what == sc.M_ANSWERS_CONTRADICTING else "")
                  for name, what in alert_series(kept_rules, reads).items()}
@@ -184,11 +195,17 @@ def simulate_case(pools: Pools, case: Case, settings: Settings, rules: dict[str,
         after: dict[str, int] = {}
         for e in _of(after_q, s.pipeline):
             after[e.severity] = after.get(e.severity, 0) + int(e.value)
+        tails: dict[str, dict[str, int]] = {}
+        levels = ("points", *(f"{level:g}" for level in settings.tail_levels))
+        for k, samples in enumerate(tail_q):
+            for e in _of(samples, s.pipeline):
+                counts = tails.setdefault(f"{e.record}/{e.metric or CONTRADICTIONS}", {}.fromkeys(levels, 0))
+                counts[levels[k % len(levels)]] += int(e.value)
         results.append(RunResult(
             case=case_name_of(s.pipeline), pipeline=s.pipeline, incident=incident, measured_s=measured,
             judged_per_hour=judged_per_hour, requests_per_hour=meta[s.pipeline + "#req"][2],
             false_pages=false_pages, first_page_s=first, pages_after=after, by_alert=by_alert,
-            by_window=by_window,
+            by_window=by_window, tails=tails,
         ))
     return results
 

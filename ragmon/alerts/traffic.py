@@ -29,6 +29,12 @@ from .pools import CONTRADICTIONS, Pools
 
 MINUTE = 60.0
 DAY = 86_400.0
+# The rules' baseline is the same window of each of the past 7 days (generate_rules.py SEASONAL_DAYS), and a long
+# window waits while any of those days holds only part of it (a new pipeline: generate_rules.py _partial_day): 7
+# days and the longest window (24 h) of warm-up give every measured window its whole baseline, a pipeline in its
+# steady state. Under a day no window has any baseline, so nothing could page and a run would read as quiet.
+WARMUP_DAYS = 8.0
+MIN_WARMUP_DAYS = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +58,7 @@ class Incident:
 class TrafficModel:
     rate_per_s: float  # mean requests per second of the pipeline
     days: float  # measured days, after the warm-up
-    warmup_days: float = 7.0  # history before measuring (the baseline needs a week)
+    warmup_days: float = WARMUP_DAYS  # history before measuring (a week of baseline, whole for every window)
     diurnal: float = 0.6  # request rate swings by +-60 % over the day
     mix_shift: float = 0.8  # log-weight amplitude of each group's hour-of-day swing
     scrape_s: float = 300.0

@@ -29,7 +29,7 @@ from ragmon.alerts.level import level, mean_level
 from ragmon.alerts.pools import CONTRADICTIONS, Pools, ScoredRow, build_pools
 from ragmon.alerts.report import proportion_ci95, summarize
 from ragmon.alerts.runner import Settings, simulate
-from ragmon.alerts.traffic import DAY, Incident, Sampling, TrafficModel, simulate_pipeline
+from ragmon.alerts.traffic import DAY, WARMUP_DAYS, Incident, Sampling, TrafficModel, simulate_pipeline
 from ragmon.cli import main
 from ragmon.scoring.onnx_runner import cpu_model
 from tests.ops.conftest import RULES, require_binary
@@ -65,7 +65,9 @@ def _contradiction_pools(sees: bool, n: int = 200) -> Pools:
 
 def _settings(**overrides: object) -> Settings:
     values: dict[str, object] = {
-        "traffic": TrafficModel(rate_per_s=0.5, days=1.0),
+        # a day of warm-up, not the default 8: the baseline is then one day (the nearest of its seven), enough for
+        # every test here, and promtool evaluates 2 simulated days a run instead of 9 (CI time)
+        "traffic": TrafficModel(rate_per_s=0.5, days=1.0, warmup_days=1.0),
         "sampling": Sampling(rate=1.0),
         "base_share": 0.10,
         "thresholds": THRESHOLDS,
@@ -233,6 +235,46 @@ def test_a_kept_answer_that_cannot_be_read_is_asked_again(tmp_path: Path) -> Non
     assert (second.asked, second.reused) == (1, 0) and "SUCCESS" in answer.read_text(encoding="utf-8")
 
 
+def test_tails_count_each_statistic_above_each_level_while_measured(tmp_path: Path) -> None:
+    """With tail levels, promtool also counts the measured evaluations at which each test statistic was above each
+    level. Here the hourly share statistic is made a constant 2.5 (its labels kept): above 2 at every evaluation,
+    above 3 at none; the others move with the noise, and their counts fall as the level rises."""
+    require_binary("promtool")
+    rules = yaml.safe_load(RULES.read_text(encoding="utf-8"))
+    for group in rules["groups"]:
+        for rule in group["rules"]:
+            if rule.get("record") == "ragmon:score_failures:rise_z1h":
+                rule["expr"] = "ragmon:score_ratio_count:increase1h * 0 + 2.5"
+    settings = _settings(runs=1, pipelines=2, tail_levels=(0.0, 2.0, 3.0))
+    results = simulate(_pools(True), (Case("stationary", "none", 0.0),), settings, rules, workdir=tmp_path)
+    measured = int(DAY // 300)  # a day measured, every 5 minutes
+    for r in results:
+        # a day of history: a long window has its baseline once that day holds all of it (the 6h window after 6
+        # hours of the measured day, the 12h after 12), the 24h window never (generate_rules.py _partial_day)
+        assert {k.split("/")[0] for k in r.tails} == {
+            f"ragmon:{stat}_z{w}" for stat in ("score_failures:rise", "score_ratio:drop") for w in ("1h", "6h", "12h")}
+        constant = r.tails["ragmon:score_failures:rise_z1h/faithfulness"]
+        assert constant == {"points": constant["points"], "0": constant["points"], "2": constant["points"], "3": 0}
+        assert measured - 2 <= constant["points"] <= measured + 1
+        for window, whole in (("6h", 0.75), ("12h", 0.5)):
+            points = r.tails[f"ragmon:score_failures:rise_z{window}/faithfulness"]["points"]
+            assert abs(points - whole * measured) <= 3, (window, points)
+        for counts in r.tails.values():
+            assert counts["points"] >= counts["0"] >= counts["2"] >= counts["3"]
+    # the noise moves the others on both sides of 0
+    noisy = [c for r in results for k, c in r.tails.items() if "rise_z1h" not in k]
+    assert 0 < sum(c["0"] for c in noisy) < sum(c["points"] for c in noisy)
+    tails = summarize(results, 7200.0)["tails"]
+    assert tails["levels"] == [0.0, 2.0, 3.0] and tails["pipelines"] == 2
+    rise = tails["by_statistic"]["score_failures:rise/faithfulness"]
+    assert rise["points"] == sum(c["points"] for r in results for k, c in r.tails.items() if "score_failures" in k)
+    assert rise["ratio"]["0"] == pytest.approx(rise["share_above"]["0"] / 0.5, rel=1e-3)
+    assert tails["all"]["ratio_ci95"]["2"][0] <= tails["all"]["ratio"]["2"] <= tails["all"]["ratio_ci95"]["2"][1]
+    # without levels the test document is the one every kept answer was asked with
+    sets = [pt.SeriesSet("p", "local", {"faithfulness": {"ragmon_score_ratio_count": [1.0]}}, [0, 1])]
+    assert "count_over_time" not in json.dumps(pt.test_file(tmp_path / "r.yml", sets, {}, 300, 300, 600, 600))
+
+
 def test_a_rule_promtool_cannot_evaluate_is_an_error(tmp_path: Path) -> None:
     require_binary("promtool")
     broken = yaml.safe_load(RULES.read_text(encoding="utf-8"))
@@ -259,6 +301,9 @@ def test_a_promtool_that_dies_is_an_error_not_a_quiet_run(tmp_path: Path, monkey
 
 
 def test_a_judge_that_cannot_tell_neither_pages_for_a_step_nor_for_noise(tmp_path: Path) -> None:
+    """With a day of history (a new pipeline's second day): the long windows' baselines that held a partial day
+    (other hours than the window's, another question mix) paged twice in these two pipeline-days before they
+    were left out (generate_rules.py _partial_day)."""
     require_binary("promtool")
     rules = yaml.safe_load(RULES.read_text(encoding="utf-8"))
     cases = (Case("stationary", "none", 0.0), Case("step_0.20", "step", 0.20))
@@ -351,12 +396,12 @@ def test_the_command_writes_the_json_contract(tmp_path: Path, capsys: pytest.Cap
                      "answer": answer, "labels": {"faithful": int(faithful)}, "meta": {"generator": f"m{i % 2}"}})
     labels.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
     out, md = tmp_path / "report.json", tmp_path / "report.md"
-    code = main(["alerts", "simulate", str(labels), "--runs", "1", "--days", "1", "--rate", "0.2",
+    code = main(["alerts", "simulate", str(labels), "--runs", "1", "--days", "1", "--warmup-days", "1", "--rate", "0.2",
                  "--cases", "stationary,step_0.20", "--cache", str(tmp_path / "cache"), "--seed", "5",
                  "--out", str(out), "--markdown", str(md)])
     assert code == 0
     report = json.loads(out.read_text(encoding="utf-8"))
-    assert isinstance(report["false_pages_per_30d"], float)
+    assert isinstance(report["false_pages_per_30d"], float) and report["warmup_days"] == 1.0
     step = report["steps"]["0.20"]
     assert set(step) >= {"p_detect", "median_minutes", "p90_minutes"} and 0.0 <= step["p_detect"] <= 1.0
     for severity in ("warning", "critical"):
@@ -391,7 +436,7 @@ def test_the_command_writes_the_json_contract(tmp_path: Path, capsys: pytest.Cap
     # deterministic with --seed: the judge's scores come from the cache the second time, and promtool's answers
     # too, which they can only where every input series came out the same to the byte (the answer's key)
     again = tmp_path / "again.json"
-    main(["alerts", "simulate", str(labels), "--runs", "1", "--days", "1", "--rate", "0.2",
+    main(["alerts", "simulate", str(labels), "--runs", "1", "--days", "1", "--warmup-days", "1", "--rate", "0.2",
           "--cases", "stationary,step_0.20", "--cache", str(tmp_path / "cache"), "--seed", "5", "--out", str(again)])
     second = json.loads(again.read_text(encoding="utf-8"))
     assert (second["steps"], second["false_pages_per_30d"]) == (report["steps"], report["false_pages_per_30d"])
@@ -405,6 +450,22 @@ def test_bad_arguments_are_one_line_errors(tmp_path: Path, capsys: pytest.Captur
     labels.write_text('{"id": "1", "question": "q", "contexts": ["c"], "answer": "a", "labels": {"faithful": 1}}\n')
     assert main(["alerts", "simulate", str(labels), "--cases", "nope"]) == 2
     assert "unknown case" in capsys.readouterr().err
+    # under a day of warm-up no window has a baseline: nothing could page, and the run would read as quiet
+    assert main(["alerts", "simulate", str(labels), "--warmup-days", "0.5"]) == 2
+    assert "--warmup-days" in capsys.readouterr().err
+    assert main(["alerts", "simulate", str(labels), "--tail-levels", "3,2"]) == 2
+    assert "--tail-levels" in capsys.readouterr().err
+
+
+def test_the_default_warm_up_is_the_rules_baseline() -> None:
+    spec = importlib.util.spec_from_file_location("gen_rules_days", RULES.with_name("generate_rules.py"))
+    assert spec is not None and spec.loader is not None
+    generator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generator)
+    # a week of baseline, each day of it whole for the longest window: a pipeline in its steady state
+    longest_window_days = max(generator._seconds(w) for w in (generator.WINDOW, *generator.LONG_WINDOWS)) / DAY
+    assert TrafficModel(rate_per_s=1.0, days=1.0).warmup_days == WARMUP_DAYS == \
+        generator.SEASONAL_DAYS + longest_window_days
 
 
 def test_latency_series_page_for_a_slower_store_and_stay_quiet_on_a_healthy_one(tmp_path: Path) -> None:
@@ -413,7 +474,7 @@ def test_latency_series_page_for_a_slower_store_and_stay_quiet_on_a_healthy_one(
     require_binary("promtool")
     rules = yaml.safe_load(RULES.read_text(encoding="utf-8"))
     settings = _settings(latency=LatencyModel(), runs=1, incident_metric=None, error_rates={}, judge="none",
-                         traffic=TrafficModel(rate_per_s=1.0, days=1.0))
+                         traffic=TrafficModel(rate_per_s=1.0, days=1.0, warmup_days=1.0))
     empty = Pools(source="latency", judge="none", profile=None, rows=())
     results = simulate(empty, (Case("stationary", "none", 0.0), Case("step_3.00", "step", 3.0)), settings, rules,
                        workdir=tmp_path)
