@@ -236,14 +236,20 @@ def tail_lines(reports: dict[str, dict]) -> list[str]:
              "pipelines]. The budget sizes z as if the ratio were 1; under 1 is conservative.", "",
              "| cell | pipelines | evaluations | " + " | ".join(f"z > {level}" for level in levels) + " |",
              "|---|---|---|" + "---|" * len(levels)]
-    for tag, tails in cells.items():
-        pooled = tails["all"]
-        row = []
+    def row(name: str, pipelines: int, pooled: dict) -> str:
+        cells_of_row = []
         for level in levels:
             ci = pooled["ratio_ci95"].get(level)
             interval = f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else " [-]"
-            row.append(f"{pooled['above'].get(level, 0)}: {pooled['ratio'].get(level, 0.0):.2f}×{interval}")
-        lines.append(f"| {tag} | {tails['pipelines']} | {pooled['points']:,} | " + " | ".join(row) + " |")
+            cells_of_row.append(f"{pooled['above'].get(level, 0)}: {pooled['ratio'].get(level, 0.0):.2f}×{interval}")
+        return f"| {name} | {pipelines} | {pooled['points']:,} | " + " | ".join(cells_of_row) + " |"
+
+    lines += [row(tag, tails["pipelines"], tails["all"]) for tag, tails in cells.items()]
+    from ragmon.alerts.tails import pooled_tails
+
+    together = pooled_tails([reports[tag] for tag in cells]) if len(cells) > 1 else None
+    if together is not None:
+        lines.append(row("**every cell above**", together["pipelines"], together))
     return lines
 
 

@@ -73,9 +73,21 @@ def summarize_tails(results: Sequence[RunResult]) -> dict[str, Any] | None:
         return np.array([[sum(c[col] for key, c in r.tails.items() if keep(key)) for col in columns] for r in runs],
                         dtype=np.int64)
 
+    every = counts(lambda key: True)
     return {
         "levels": [float(x) for x in levels],
         "pipelines": len(runs),
-        "all": _row(counts(lambda key: True), levels),
+        # per pipeline: its evaluations, then those above each level (reports pool over pipelines: pooled_tails)
+        "all": {**_row(every, levels), "per_pipeline": every.tolist()},
         "by_statistic": {f: _row(counts(lambda key, f=f: _family(key) == f), levels) for f in families},
     }
+
+
+def pooled_tails(reports: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The pooled row of several reports' tails (the same levels), every pipeline of every report in the bootstrap."""
+    tails = [r["tails"] for r in reports if r.get("tails")]
+    if not tails or any(t["levels"] != tails[0]["levels"] for t in tails):
+        return None
+    levels = list(tails[0]["all"]["above"])
+    rows = np.array([row for t in tails for row in t["all"]["per_pipeline"]], dtype=np.int64)
+    return {**_row(rows, levels), "pipelines": len(rows)}

@@ -28,7 +28,8 @@ from ragmon.alerts.latency import LatencyModel
 from ragmon.alerts.level import level, mean_level
 from ragmon.alerts.pools import CONTRADICTIONS, Pools, ScoredRow, build_pools
 from ragmon.alerts.report import proportion_ci95, summarize
-from ragmon.alerts.runner import Settings, simulate
+from ragmon.alerts.runner import RunResult, Settings, simulate
+from ragmon.alerts.tails import pooled_tails, summarize_tails
 from ragmon.alerts.traffic import DAY, WARMUP_DAYS, Incident, Sampling, TrafficModel, simulate_pipeline
 from ragmon.cli import main
 from ragmon.scoring.onnx_runner import cpu_model
@@ -273,6 +274,27 @@ def test_tails_count_each_statistic_above_each_level_while_measured(tmp_path: Pa
     # without levels the test document is the one every kept answer was asked with
     sets = [pt.SeriesSet("p", "local", {"faithfulness": {"ragmon_score_ratio_count": [1.0]}}, [0, 1])]
     assert "count_over_time" not in json.dumps(pt.test_file(tmp_path / "r.yml", sets, {}, 300, 300, 600, 600))
+
+
+def test_tails_pool_over_pipelines_and_over_reports() -> None:
+    def run(name: str, counts: dict[str, int]) -> RunResult:
+        return RunResult(case="stationary", pipeline=name, incident=Incident("none", 0.0), measured_s=DAY,
+                         judged_per_hour=1.0, requests_per_hour=1.0, false_pages={}, first_page_s={}, pages_after={},
+                         tails={"ragmon:score_failures:rise_z1h/faithfulness": counts})
+
+    tails = summarize_tails([run("a", {"points": 1000, "2": 30, "3": 2}), run("b", {"points": 1000, "2": 16, "3": 0})])
+    assert tails is not None and tails["pipelines"] == 2 and tails["levels"] == [2.0, 3.0]
+    pooled = tails["all"]
+    assert (pooled["points"], pooled["above"], pooled["per_pipeline"]) == (2000, {"2": 46, "3": 2},
+                                                                           [[1000, 30, 2], [1000, 16, 0]])
+    assert pooled["ratio"]["2"] == pytest.approx(46 / 2000 / (1 - NormalDist().cdf(2.0)), abs=1e-3)
+    assert pooled["ratio_ci95"]["3"][0] == 0.0 and pooled["ratio_ci95"]["3"][1] > pooled["ratio"]["3"]
+    assert list(tails["by_statistic"]) == ["score_failures:rise/faithfulness"]
+    both = pooled_tails([{"tails": tails}, {"tails": tails}])
+    assert both is not None and (both["pipelines"], both["points"], both["above"]) == (4, 4000, {"2": 92, "3": 4})
+    other = {**tails, "levels": [2.0, 4.0]}
+    assert pooled_tails([{"tails": tails}, {"tails": other}]) is None  # levels that differ do not pool
+    assert summarize_tails([run("c", {})][:0]) is None
 
 
 def test_a_rule_promtool_cannot_evaluate_is_an_error(tmp_path: Path) -> None:
