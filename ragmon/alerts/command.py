@@ -176,6 +176,9 @@ def _run(args: argparse.Namespace) -> int:
                                            "with the same window a day before")
     cases = _cases(args.cases)
     if args.latency:
+        if tail_levels:
+            raise ConfigError("--tail-levels", "the latency alert has no test statistic to count (use it without "
+                                               "--latency)")
         return _run_latency(args, cases)
     if args.labels is None or not args.labels.is_file():
         raise ConfigError("LABELS", f"no such file: {args.labels}")

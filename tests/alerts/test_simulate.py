@@ -477,6 +477,8 @@ def test_bad_arguments_are_one_line_errors(tmp_path: Path, capsys: pytest.Captur
     assert "--warmup-days" in capsys.readouterr().err
     assert main(["alerts", "simulate", str(labels), "--tail-levels", "3,2"]) == 2
     assert "--tail-levels" in capsys.readouterr().err
+    assert main(["alerts", "simulate", "--latency", "--tail-levels", "3"]) == 2
+    assert "no test statistic" in capsys.readouterr().err
 
 
 def test_the_default_warm_up_is_the_rules_baseline() -> None:
