@@ -236,19 +236,28 @@ def test_file(
     }
 
 
-def tail_queries(levels: Sequence[float], rng: str, measured: str) -> list[str]:
-    """Per window, then per pipeline, metric and test statistic: its evaluations in ``rng`` while ``measured`` (the
-    first query), then those above each of ``levels``. The statistic's name goes to a ``record`` label (an
-    ``*_over_time`` drops the metric name). One window a query: promtool's engine holds at most 10,000 samples
-    at once, and a 3-hour subquery of every statistic over every window of 20 pipelines would hold ~20,000.
-    Empty ``levels``: no query at all, so the ALERTS queries' answers stay as they were."""
+TAIL_POINTS = "points"  # the tail column that counts every measured evaluation
+
+
+def tail_columns(levels: Sequence[float]) -> list[tuple[str, float, str]]:
+    """The tail queries of one span, in order: (window, level, column) — per window, every measured evaluation
+    (``TAIL_POINTS``, level −inf), then those above each of ``levels`` (column ``f"{level:g}"``). Empty ``levels``:
+    none, so the ALERTS queries' answers stay as they were."""
     if not levels:
         return []
+    return [(window, level, TAIL_POINTS if level == -math.inf else f"{level:g}")
+            for window in TAIL_WINDOWS for level in (-math.inf, *levels)]
+
+
+def tail_queries(levels: Sequence[float], rng: str, measured: str) -> list[str]:
+    """One query per ``tail_columns``: per pipeline, metric and test statistic of its window, its evaluations in
+    ``rng`` while ``measured`` above the column's level. The statistic's name goes to a ``record`` label (an
+    ``*_over_time`` drops the metric name). One window a query: promtool's engine holds at most 10,000 samples
+    at once, and a 3-hour subquery of every statistic over every window of 20 pipelines would hold ~20,000."""
     out = []
-    for window in TAIL_WINDOWS:
-        named = (f'label_replace({{__name__=~"{Z_RECORDS}{window}"}}, "record", "$1", "__name__", "(.+)")')
-        out += [f"sum by(pipeline, metric, record) (count_over_time((({named} > {level:g}) and {measured}){rng}))"
-                for level in (-math.inf, *levels)]
+    for window, level, _column in tail_columns(levels):
+        named = f'label_replace({{__name__=~"{Z_RECORDS}{window}"}}, "record", "$1", "__name__", "(.+)")'
+        out.append(f"sum by(pipeline, metric, record) (count_over_time((({named} > {level:g}) and {measured}){rng}))")
     return out
 
 

@@ -28,12 +28,12 @@ from .promtool import (
     EPISODE_QUERIES,
     LATENCY_SERIES,
     QUALITY_SERIES,
-    TAIL_WINDOWS,
     Episode,
     SeriesSet,
     alert_series,
     quality_rules,
     run_promtool,
+    tail_columns,
     test_file,
 )
 from .traffic import DAY, Incident, Sampling, TrafficModel, simulate_pipeline
@@ -145,8 +145,8 @@ def simulate_case(pools: Pools, case: Case, settings: Settings, rules: dict[str,
     first_q: list[Episode] = []
     after_q: list[Episode] = []
     window_q: list[Episode] = []
-    tail_q: list[list[Episode]] = [[] for _ in TAIL_WINDOWS for _ in (-math.inf, *settings.tail_levels)] \
-        if settings.tail_levels else []
+    columns = tail_columns(settings.tail_levels)
+    tail_q: list[list[Episode]] = [[] for _ in columns]
     size = max(1, settings.chunk)
     chunks = [sets[start:start + size] for start in range(0, len(sets), size)]
 
@@ -196,11 +196,11 @@ def simulate_case(pools: Pools, case: Case, settings: Settings, rules: dict[str,
         for e in _of(after_q, s.pipeline):
             after[e.severity] = after.get(e.severity, 0) + int(e.value)
         tails: dict[str, dict[str, int]] = {}
-        levels = ("points", *(f"{level:g}" for level in settings.tail_levels))
-        for k, samples in enumerate(tail_q):
+        names = list(dict.fromkeys(column for _window, _level, column in columns))
+        for (_window, _level, column), samples in zip(columns, tail_q, strict=True):
             for e in _of(samples, s.pipeline):
-                counts = tails.setdefault(f"{e.record}/{e.metric or CONTRADICTIONS}", {}.fromkeys(levels, 0))
-                counts[levels[k % len(levels)]] += int(e.value)
+                counts = tails.setdefault(f"{e.record}/{e.metric or CONTRADICTIONS}", {}.fromkeys(names, 0))
+                counts[column] += int(e.value)
         results.append(RunResult(
             case=case_name_of(s.pipeline), pipeline=s.pipeline, incident=incident, measured_s=measured,
             judged_per_hour=judged_per_hour, requests_per_hour=meta[s.pipeline + "#req"][2],

@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
+from .promtool import TAIL_POINTS as POINTS
 from .runner import RunResult
 
-POINTS = "points"
 BOOTSTRAP = 2000
 
 
