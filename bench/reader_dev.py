@@ -69,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data-dir", type=Path,
                     default=Path(os.environ.get(ragmon_env.READER_DATA, ROOT / ".cache" / "reader-data")))
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--extra", nargs="*", default=[], metavar="SOURCE",
+                    help="stage 2's optional manifest sources (its --extra): their dev pairs are read too")
     ap.add_argument("--out", type=Path, default=None, metavar="RESULT.json")
     args = ap.parse_args(argv)
     card_path = args.card or args.model.with_name(CARD_FILE)
@@ -76,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     reader = Reader(args.model, sha256=None, threads=args.threads)
     result: dict[str, Any] = {"model": str(args.model), "sha256": reader.sha256, "cpu": cpu_model(), "stages": []}
     for stage, fp32 in zip((1, 2), card_best(card) + [{}] * 2, strict=False):
-        pairs = build_pairs(args.data_dir, benchdata_dir(), stage=stage, download=False)
+        pairs = build_pairs(args.data_dir, benchdata_dir(), stage=stage, download=False,
+                            extra=args.extra if stage == 2 else ())
         dev = [p for p in pairs if p.split == "dev"]
         started = time.perf_counter()
         probs = reader.read([(p.premise, p.claim) for p in dev])

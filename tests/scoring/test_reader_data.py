@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -18,9 +19,10 @@ def test_every_manifest_source_is_pinned_with_its_licence() -> None:
     assert len(sources) >= 6
     for s in sources:
         assert len(s["sha256"]) == 64 and int(s["sha256"], 16) >= 0, s["name"]
-        assert s["licence"] and s["file"] and s["format"] in ("docnli-tsv", "ragtruth-jsonl")
+        assert s["licence"] and s["file"]
+        assert s["format"] in ("docnli-tsv", "ragtruth-jsonl", "vitaminc-zip", "bump-json")
         if not s.get("benchdata"):
-            assert s["url"].startswith("https://raw.githubusercontent.com/salesforce/DocNLI/")
+            assert s["url"].startswith("https://raw.githubusercontent.com/")
             assert len(s["url"].split("/")[5]) == 40  # pinned to a commit, not a branch
 
 
@@ -166,3 +168,91 @@ def test_one_edit_contradictions_of_an_entailed_pair() -> None:
     assert "March" not in made["month"]
     both = edits.both_negated("The museum is open on Mondays.", "The museum is open on Mondays.", "k")
     assert both == ("The museum is not open on Mondays.", "The museum is not open on Mondays.")
+
+
+def test_optional_sources_are_read_only_when_named_and_only_in_their_stage() -> None:
+    names = {s["name"] for s in data.manifest()["sources"] if s.get("optional")}
+    assert names, "the manifest holds optional sources"
+    for stage in (1, 2):
+        assert not names & {s["name"] for s in data.sources_read(stage)}  # the shipped recipe's pairs
+    named = {s["name"] for s in data.sources_read(2, extra=names)}
+    assert names <= named
+    assert not names & {s["name"] for s in data.sources_read(1, extra=names)}  # all are stage-2 sources
+    with pytest.raises(ConfigError, match="no manifest source named nope"):
+        data.sources_read(2, extra=["nope"])
+
+
+def _vitaminc_zip(path: Path, rows: list[dict[str, str]]) -> Path:
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("vitaminc_real/test.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_vitaminc_labels_are_three_way_and_a_case_stays_on_one_side(tmp_path: Path) -> None:
+    rows = []
+    for case in range(40):
+        for label in ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO"):
+            rows.append({"case_id": f"c{case}", "label": label, "claim": f"Westlife sold over {case} million .",
+                         "evidence": f"Westlife ( a band ) sold {case}\ufffdmillion records in the UK ."})
+    pairs = list(data.vitaminc_pairs(_vitaminc_zip(tmp_path / "v.zip", rows), "vitaminc-real", None, 13))
+    assert len(pairs) == 120
+    assert {p.label for p in pairs} == {data.SUPPORTED, data.CONTRADICTED, data.UNSUPPORTED}
+    by_case: dict[str, set[str]] = {}
+    for p in pairs:
+        by_case.setdefault(p.claim, set()).add(p.split)
+    assert all(len(splits) == 1 for splits in by_case.values())
+    assert {p.split for p in pairs} == {"train", "dev"}
+    # tokenized text read as prose
+    assert pairs[0].premise.startswith("Westlife (a band) sold ") and pairs[0].premise.endswith("in the UK.")
+    assert len(list(data.vitaminc_pairs(tmp_path / "v.zip", "vitaminc-real", 10, 13))) == 10
+
+
+def test_bump_edits_are_labelled_by_their_type_against_the_article_window(tmp_path: Path) -> None:
+    article = ("Mary Keefe posed for the painting in 1943. She was paid $10 for two mornings. "
+               "The poster is not the same character. Parking in Arlington is free.")
+    reference = "Keefe posed for the painting in 1943 . She was paid $10 ."
+    rows = [
+        {"article_id": 1, "article": article, "reference_summary": reference,
+         "edited_summary": "Keefe posed for the painting in 1946 . She was paid $10 .",
+         "error_type": "Extrinsic Circumstance Error", "corrected_error_type": "Intrinsic Circumstance Error"},
+        {"article_id": 1, "article": article, "reference_summary": reference,
+         "edited_summary": "Keefe posed for the painting in 1943 . She was paid $10 by Time .",
+         "error_type": "Extrinsic Entity"},
+        {"article_id": 1, "article": article, "reference_summary": reference,
+         "edited_summary": "Keefe posed for the mural in 1943 . She was paid $10 .", "error_type": "Other"},
+        {"article_id": 1, "article": article, "reference_summary": reference,
+         "edited_summary": "Keefe posed for the painting in 1943 and she was paid $10 .",
+         "error_type": "Intrinsic Predicate"},  # a sentence boundary moved: no clean minimal pair
+    ]
+    path = tmp_path / "bump.json"
+    path.write_text(json.dumps(rows), encoding="utf-8")
+    pairs = list(data.bump_pairs(path, "bump-task1"))
+    assert [(p.claim, p.label) for p in pairs] == [
+        ("Keefe posed for the painting in 1946.", data.CONTRADICTED),  # the corrected type decides
+        ("Keefe posed for the painting in 1943.", data.SUPPORTED),
+        ("She was paid $10 by Time.", data.NOT_SUPPORTED),
+        ("She was paid $10.", data.SUPPORTED),  # each original sentence once
+    ]
+    assert "1943" in pairs[0].premise and "Parking" not in pairs[0].premise  # the article's window
+    assert len({p.split for p in pairs}) == 1  # one article, one side
+
+
+def test_dev_metrics_score_the_contradicted_class_apart_and_keep_the_checkpoint_score() -> None:
+    import numpy as np
+
+    from ragmon.scoring.reader.train import dev_metrics
+
+    dev = [data.Pair("p", "c", data.SUPPORTED, "ragtruth-qa-dev", "dev"),
+           data.Pair("p", "c", data.CONTRADICTED, "ragtruth-qa-dev", "dev"),
+           data.Pair("p", "c", data.UNSUPPORTED, "ragtruth-qa-dev", "dev"),
+           data.Pair("p", "c", data.SUPPORTED, "vitaminc-real", "dev"),
+           data.Pair("p", "c", data.CONTRADICTED, "vitaminc-real", "dev")]
+    # the reader ranks supported right on RAGTruth but puts the contradicted claim's mass on "unsupported"
+    probs = np.array([[0.8, 0.1, 0.1], [0.2, 0.7, 0.1], [0.3, 0.1, 0.6], [0.9, 0.05, 0.05], [0.1, 0.1, 0.8]])
+    got = dev_metrics(dev, probs)
+    assert got["ragtruth_auc"] == 1.0 and got["ragtruth_conflict_auc"] == 0.5
+    assert got["vitaminc_auc"] == 1.0 and got["vitaminc_conflict_auc"] == 1.0
+    assert "bump_auc" not in got
+    # the optional sources are logged, not part of the score checkpoints are chosen by
+    without = dev_metrics(dev[:3], probs[:3])
+    assert got["score"] == without["score"]

@@ -16,8 +16,10 @@ import hashlib
 import json
 import os
 import random
+import re
 import urllib.request
-from collections.abc import Iterator, Sequence
+import zipfile
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -156,22 +158,108 @@ def nli_pairs(path: Path, name: str, take: int | None, seed: int, prune: bool = 
                 yield Pair(both[0], short_claim(both[1]), SUPPORTED, "edit-both-negated", split)
 
 
+def _detokenize(text: str) -> str:
+    """VitaminC's text is tokenized ("the UK ." / "( BPI )"); the judge reads plain prose."""
+    text = text.replace("\ufffd", " ")
+    text = re.sub(r"\s+([.,;:!?%)\]'])", r"\1", text)
+    text = re.sub(r"([(\[$])\s+", r"\1", text)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+VITAMINC_LABELS = {"SUPPORTS": SUPPORTED, "NOT ENOUGH INFO": UNSUPPORTED, "REFUTES": CONTRADICTED}
+
+
+def vitaminc_pairs(path: Path, name: str, take: int | None, seed: int) -> Iterator[Pair]:
+    """VitaminC's real contrastive pairs (a Wikipedia sentence before and after a revision, one claim):
+    three human labels, so contradicted and unsupported are told apart on real text. A case's pairs
+    (one claim against both revisions) land on one side of the dev split together."""
+    with zipfile.ZipFile(path) as archive:
+        member = next(n for n in archive.namelist() if n.endswith("test.jsonl"))
+        rows = [json.loads(line) for line in archive.read(member).decode("utf-8").splitlines() if line.strip()]
+    random.Random(f"{seed}:{name}").shuffle(rows)
+    kept = 0
+    for row in rows:
+        label = VITAMINC_LABELS.get(row.get("label", ""))
+        if label is None:
+            continue
+        if take and kept >= take:
+            break
+        kept += 1
+        split = "dev" if _hash(f"{name}:{row['case_id']}") % 25 == 0 else "train"
+        yield Pair(_detokenize(row["evidence"]), short_claim(_detokenize(row["claim"])), label, name, split)
+
+
+def bump_label(error_type: str) -> int | None:
+    """BUMP's human edit types: an intrinsic edit says what the article says otherwise (contradicted);
+    an extrinsic or coreference edit may contradict it or add what it never says, so it is only
+    "not supported" (the loss sums the two classes); "Other" is left out."""
+    if error_type.startswith("Intrinsic"):
+        return CONTRADICTED
+    if error_type.startswith(("Extrinsic", "Coreference")):
+        return NOT_SUPPORTED
+    return None
+
+
+def bump_pairs(path: Path, name: str, prune: bool = True) -> Iterator[Pair]:
+    """BUMP's minimal pairs: a CNN/DM reference summary and a human's one-fact edit of it, each edited
+    sentence against its window in the article (labelled by the edit's type), and the reference's
+    sentence it replaced as supported — once per article and sentence. Split by article."""
+    seen: set[tuple[Any, str]] = set()
+    for row in json.loads(path.read_text(encoding="utf-8")):
+        label = bump_label(row.get("corrected_error_type") or row.get("error_type") or "")
+        if label is None:
+            continue
+        sentences = context_sentences([row["article"]])
+        split = "dev" if _hash(f"bump:{row['article_id']}") % 10 == 0 else "train"
+        before, after = split_sentences(row["reference_summary"]), split_sentences(row["edited_summary"])
+        if len(before) != len(after):
+            continue  # the edit moved a sentence boundary: no clean minimal pair
+        for original, edited in zip(before, after, strict=True):
+            if original == edited:
+                continue
+            edited, original = _detokenize(edited), _detokenize(original)  # "the case ." as prose
+            window = claim_window(edited, sentences, prune=prune)
+            yield Pair(window.text, short_claim(edited), label, name, split)
+            if (row["article_id"], original) not in seen:
+                seen.add((row["article_id"], original))
+                kept = claim_window(original, sentences, prune=prune)
+                yield Pair(kept.text, short_claim(original), SUPPORTED, name, split)
+
+
+def sources_read(stage: int, extra: Collection[str] = ()) -> list[dict[str, Any]]:
+    """The manifest's sources a stage reads: every one not marked ``optional`` (unless ``extra`` names
+    it) nor marked for another ``stage``. Naming a source the manifest lacks is an error."""
+    sources = manifest()["sources"]
+    unknown = sorted(set(extra) - {source["name"] for source in sources})
+    if unknown:
+        raise ConfigError("reader data", f"no manifest source named {', '.join(unknown)}")
+    return [source for source in sources
+            if (not source.get("optional") or source["name"] in extra) and source.get("stage", stage) == stage]
+
+
 STAGE2_NLI_REPLAY = 4000  # NLI pairs replayed in stage 2 so it does not forget them
 
 
 def build_pairs(data_dir: Path, benchdata: Path | None, seed: int = 13, download: bool = True,
-                stage: int = 1) -> list[Pair]:
+                stage: int = 1, extra: Collection[str] = ()) -> list[Pair]:
     """Every training and dev pair of a stage, in a deterministic shuffled order. Stage 1: all
     sources. Stage 2 (from stage 1's best checkpoint): RAG-shaped pairs — RAGTruth claims and one-edit
-    contradictions of its supported claims — with a replay of NLI pairs."""
+    contradictions of its supported claims — with a replay of NLI pairs. A source the manifest marks
+    ``optional`` is read only when ``extra`` names it, and one marked with a ``stage`` only in that
+    stage: the shipped model's recipe names its extras, so adding a source to the manifest does not
+    change the pairs that rebuild it."""
     # Stage 1 reads every one of a claim's 3 best sentences; stage 2 and the judge leave out those that
     # add none of its words (``claim_window``'s ``prune``). Pruned in both stages, the reader read the
     # RAGTruth dev fold worse (supported-vs-not AUC 0.764 against 0.803: docs/judges.md#the-reader).
     prune = stage == 2
     pairs: list[Pair] = []
-    for source in manifest()["sources"]:
+    for source in sources_read(stage, extra):
         path = locate(source, data_dir, benchdata, download)
-        if source["format"] == "docnli-tsv":
+        if source["format"] == "vitaminc-zip":
+            pairs.extend(vitaminc_pairs(path, source["name"], source.get("take"), seed))
+        elif source["format"] == "bump-json":
+            pairs.extend(bump_pairs(path, source["name"], prune=prune))
+        elif source["format"] == "docnli-tsv":
             nli = list(nli_pairs(path, source["name"], source.get("take"), seed, prune=prune))
             if stage == 2:
                 random.Random(f"{seed}:replay:{source['name']}").shuffle(nli)

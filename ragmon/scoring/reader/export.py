@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -133,9 +134,10 @@ def probed(target: Path, fp32: np.ndarray) -> dict[str, Any]:
             "max_abs_diff": float(np.abs(fp32 - int8).max())}
 
 
-def calibration_pairs(data_dir: Path, benchdata: Path) -> list[tuple[str, str]]:
-    """The (premise, claim) pairs the activations' ranges are measured on."""
-    train = (p for p in build_pairs(data_dir, benchdata, stage=2, download=False) if p.split == "train")
+def calibration_pairs(data_dir: Path, benchdata: Path, extra: Sequence[str] = ()) -> list[tuple[str, str]]:
+    """The (premise, claim) pairs the activations' ranges are measured on: stage 2's first training
+    pairs, with the optional sources stage 2 read (``extra``)."""
+    train = (p for p in build_pairs(data_dir, benchdata, stage=2, download=False, extra=extra) if p.split == "train")
     return [(p.premise, p.claim) for p, _ in zip(train, range(CALIBRATION_PAIRS), strict=False)]
 
 
@@ -184,9 +186,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only-rewrite", action="store_true",
                     help="only rewrite the file in --out-dir (NaN guards out, fixed ranges) and rerun its card's "
                          "probes (no torch)")
+    ap.add_argument("--extra", nargs="*", default=[], metavar="SOURCE",
+                    help="the optional manifest sources stage 2 read (its --extra)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    calibration = calibration_pairs(args.data_dir, args.benchdata)
+    calibration = calibration_pairs(args.data_dir, args.benchdata, args.extra)
     result = (rewrite_shipped(args.out_dir, calibration) if args.only_rewrite
               else export(args.checkpoint, calibration, args.out_dir))
     log.info("wrote %s (%d bytes, sha256 %s); probe max |fp32 - int8| %.4f", args.out_dir / MODEL_FILE,
@@ -200,7 +204,8 @@ def main(argv: list[str] | None = None) -> int:
                  "(supported / unsupported / contradicted) over (premise window, claim)",
         "file": MODEL_FILE, "sha256": result["sha256"], "bytes": result["bytes"],
         "weights": manifest()["weights"],
-        "sources": [{k: s[k] for k in ("name", "url", "sha256", "licence")} for s in manifest()["sources"]],
+        "sources": [{k: s[k] for k in ("name", "url", "sha256", "licence")} for s in manifest()["sources"]
+                    if not s.get("optional") or s["name"] in args.extra],
         "command": "make train-reader (python -m ragmon.scoring.reader.train, then python -m "
                    "ragmon.scoring.reader.export)",
         "stages": [{"training": next((e for e in events if e.get("event") == "start"), {}),

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ... import env as ragmon_env
-from .data import NOT_SUPPORTED, SUPPORTED, Pair, build_pairs, default_benchdata, manifest
+from .data import NOT_SUPPORTED, SUPPORTED, Pair, build_pairs, default_benchdata, sources_read
 
 log_ = logging.getLogger("ragmon.reader.train")
 MAX_LENGTH = 192
@@ -103,6 +103,17 @@ def dev_metrics(dev: list[Pair], probs: np.ndarray) -> dict[str, float]:
         pos = [float(probs[i][0]) for i in idx if dev[i].label == SUPPORTED]
         neg = [float(probs[i][0]) for i in idx if dev[i].label != SUPPORTED]
         result[f"{group}_auc"] = auc(pos, neg)
+    for group in ("vitaminc", "bump"):  # the optional sources, when read: logged, not in the score
+        idx = [i for i, p in enumerate(dev) if p.source.startswith(group)]
+        if idx:
+            result[f"{group}_auc"] = auc([float(probs[i][0]) for i in idx if dev[i].label == SUPPORTED],
+                                         [float(probs[i][0]) for i in idx if dev[i].label != SUPPORTED])
+    for group in ("ragtruth", "vitaminc", "bump"):
+        # contradicted against supported claims by P(contradicted): what the contradiction verdict needs
+        contra = [float(probs[i][2]) for i, p in enumerate(dev) if p.source.startswith(group) and p.label == 2]
+        held = [float(probs[i][2]) for i, p in enumerate(dev) if p.source.startswith(group) and p.label == SUPPORTED]
+        if contra and held:
+            result[f"{group}_conflict_auc"] = auc(contra, held)
     edits = [i for i, p in enumerate(dev) if p.source.startswith("edit-") and p.label == 2]
     result["edit_contradicted_acc"] = (
         float(np.mean([probs[i].argmax() == 2 for i in edits])) if edits else float("nan"))
@@ -148,6 +159,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stage", type=int, choices=(1, 2), default=1,
                     help="1: all sources from the package weights; 2: RAG-shaped pairs from --init")
     ap.add_argument("--init", type=Path, default=None, help="stage 2: the checkpoint to start from")
+    ap.add_argument("--extra", nargs="*", default=[], metavar="SOURCE",
+                    help="optional manifest sources to read as well (the shipped model's card names its own)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
 
@@ -160,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     np.random.seed(args.seed)
     args.out.mkdir(parents=True, exist_ok=True)
 
-    pairs = build_pairs(args.data_dir, args.benchdata, seed=args.data_seed, stage=args.stage)
+    pairs = build_pairs(args.data_dir, args.benchdata, seed=args.data_seed, stage=args.stage,
+                        extra=args.extra)
     train = [p for p in pairs if p.split == "train"]
     dev = [p for p in pairs if p.split == "dev"]
     start = weights_folder() if args.stage == 1 else args.init
@@ -189,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     log = (args.out / "train_log.jsonl").open("a", encoding="utf-8")
     info = {"event": "start", "pairs_train": len(train), "pairs_dev": len(dev), "steps": total,
             "args": {k: str(v) for k, v in vars(args).items()}, "torch": torch.__version__,
-            "sources": [s["name"] + ":" + s["sha256"][:12] for s in manifest()["sources"]]}
+            "sources": [s["name"] + ":" + s["sha256"][:12] for s in sources_read(args.stage, args.extra)]}
     log.write(json.dumps(info) + "\n")
     model.train()
     t0, running = time.time(), []
