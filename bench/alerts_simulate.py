@@ -232,7 +232,9 @@ def tail_lines(reports: dict[str, dict]) -> list[str]:
     lines = ["", "## The test statistics' tails on stationary traffic", "",
              "Every test statistic the quality alerts page on (the share's rise and the mean's drop per metric, the "
              "contradiction share's rise; every window), at every measured evaluation: how many were above each "
-             "level, and that share as a multiple of the standard normal's 1 − Φ(z) [95 % bootstrap interval over "
+             "level (the mean's drop as it pages, against its skew limit — `drop_z − (limit − z)` — where a report "
+             "counted it so, else raw; reports counted differently are not pooled), "
+             "and that share as a multiple of the standard normal's 1 − Φ(z) [95 % bootstrap interval over "
              "pipelines]. The budget sizes z as if the ratio were 1; under 1 is conservative.", "",
              "| cell | pipelines | evaluations | " + " | ".join(f"z > {level}" for level in levels) + " |",
              "|---|---|---|" + "---|" * len(levels)]

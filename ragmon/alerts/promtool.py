@@ -176,9 +176,11 @@ def test_file(
     measured_s: float,
     service: str = "sim",
     tail_levels: Sequence[float] = (),
+    tail_z: float | None = None,
 ) -> dict[str, Any]:
     """A promtool unit-test document: the input series and the queries over ``ALERTS``; with ``tail_levels``,
-    also how often each test statistic (``Z_RECORDS``) was above each level while measured (``tail_queries``)."""
+    also how often each test statistic (``Z_RECORDS``, and with ``tail_z`` the mean's drop against its limit) was
+    above each level while measured (``tail_queries``)."""
     series: list[dict[str, str]] = []
     n_scrapes = max(len(s.phases) for s in sets)
     for s in sets:
@@ -223,7 +225,7 @@ def test_file(
             f"sum_over_time(({window_starts} and {phase % 1}){rng})",
         ):
             tests.append({"expr": query, "eval_time": f"{end}s", "exp_samples": []})
-        for query in tail_queries(tail_levels, rng, phase % 1):
+        for query in tail_queries(tail_levels, rng, phase % 1, tail_z):
             tests.append({"expr": query, "eval_time": f"{end}s", "exp_samples": []})
     return {
         "rule_files": [str(rule_file)],
@@ -249,14 +251,28 @@ def tail_columns(levels: Sequence[float]) -> list[tuple[str, float, str]]:
             for window in TAIL_WINDOWS for level in (-math.inf, *levels)]
 
 
-def tail_queries(levels: Sequence[float], rng: str, measured: str) -> list[str]:
+DROP_AT_LIMIT = "ragmon:score_ratio:drop_at_limit_z"  # + window: the mean's drop against its skew limit
+
+
+def drop_at_limit(window: str, z: float) -> str:
+    """The mean-drop statistic moved by its skew term, ``drop_z − (drop_z_limit − z)``: above ``z`` exactly when
+    the drop passes the limit it pages at, so its tail is read on the same scale as the share rises' (which
+    page above ``z`` itself). Present where the limit is (a window with scored traces and a baseline)."""
+    moved = f"ragmon:score_ratio:drop_z{window} - (ragmon:score_ratio:drop_z_limit{window} - {z:g})"
+    return f'label_replace({moved}, "record", "{DROP_AT_LIMIT}{window}", "", "")'
+
+
+def tail_queries(levels: Sequence[float], rng: str, measured: str, z: float | None = None) -> list[str]:
     """One query per ``tail_columns``: per pipeline, metric and test statistic of its window, its evaluations in
     ``rng`` while ``measured`` above the column's level. The statistic's name goes to a ``record`` label (an
-    ``*_over_time`` drops the metric name). One window a query: promtool's engine holds at most 10,000 samples
+    ``*_over_time`` drops the metric name). With ``z`` (the rules' DROP_Z), the mean's drop against its limit
+    (``drop_at_limit``) is counted too. One window a query: promtool's engine holds at most 10,000 samples
     at once, and a 3-hour subquery of every statistic over every window of 20 pipelines would hold ~20,000."""
     out = []
     for window, level, _column in tail_columns(levels):
         named = f'label_replace({{__name__=~"{Z_RECORDS}{window}"}}, "record", "$1", "__name__", "(.+)")'
+        if z is not None:
+            named = f"({named} or {drop_at_limit(window, z)})"
         out.append(f"sum by(pipeline, metric, record) (count_over_time((({named} > {level:g}) and {measured}){rng}))")
     return out
 

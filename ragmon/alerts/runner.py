@@ -31,6 +31,7 @@ from .promtool import (
     Episode,
     SeriesSet,
     alert_series,
+    drop_z,
     quality_rules,
     run_promtool,
     tail_columns,
@@ -146,6 +147,7 @@ def simulate_case(pools: Pools, case: Case, settings: Settings, rules: dict[str,
     after_q: list[Episode] = []
     window_q: list[Episode] = []
     columns = tail_columns(settings.tail_levels)
+    drop_level = drop_z(kept_rules)  # the mean's drop is also counted against its skew limit, on this scale
     tail_q: list[list[Episode]] = [[] for _ in columns]
     size = max(1, settings.chunk)
     chunks = [sets[start:start + size] for start in range(0, len(sets), size)]
@@ -153,7 +155,7 @@ def simulate_case(pools: Pools, case: Case, settings: Settings, rules: dict[str,
     def evaluate(chunk: list[SeriesSet]) -> list[list[Episode]]:
         def document(rule_file: Path) -> dict[str, Any]:
             return test_file(rule_file, chunk, gauges, traffic.scrape_s, settings.evaluation_s, end_s,
-                             measured_total, tail_levels=settings.tail_levels)
+                             measured_total, tail_levels=settings.tail_levels, tail_z=drop_level)
 
         return run_promtool(kept_rules, document, workdir=workdir, answers=answers,
                             kinds=EPISODE_QUERIES + len(tail_q))

@@ -60,8 +60,8 @@ def _row(counts: np.ndarray, levels: Sequence[str]) -> dict[str, Any]:
 
 
 def summarize_tails(results: Sequence[RunResult]) -> dict[str, Any] | None:
-    """Per statistic (every window of it together) and over all of them: evaluations measured, how many were above
-    each level, and the ratio to the normal tail. None when the runs counted no tails."""
+    """Per statistic (every window of it together) and over all of them as they page: evaluations measured, how
+    many were above each level, and the ratio to the normal tail. None when the runs counted no tails."""
     runs = [r for r in results if r.incident.kind == "none" and r.tails]
     if not runs:
         return None
@@ -73,10 +73,14 @@ def summarize_tails(results: Sequence[RunResult]) -> dict[str, Any] | None:
         return np.array([[sum(c[col] for key, c in r.tails.items() if keep(key)) for col in columns] for r in runs],
                         dtype=np.int64)
 
-    every = counts(lambda key: True)
+    # "all" pools the statistics as they page: where the mean's drop was also counted against its skew limit,
+    # that one stands for it (the raw drop, paged above the limit and not above z, keeps its own row)
+    at_limit = any(f.startswith("score_ratio:drop_at_limit/") for f in families)
+    every = counts(lambda key: not (at_limit and _family(key).startswith("score_ratio:drop/")))
     return {
         "levels": [float(x) for x in levels],
         "pipelines": len(runs),
+        "mean_drop": "against its skew limit" if at_limit else "raw",  # which one "all" pools
         # per pipeline: its evaluations, then those above each level (reports pool over pipelines: pooled_tails)
         "all": {**_row(every, levels), "per_pipeline": every.tolist()},
         "by_statistic": {f: _row(counts(lambda key, f=f: _family(key) == f), levels) for f in families},
@@ -86,8 +90,11 @@ def summarize_tails(results: Sequence[RunResult]) -> dict[str, Any] | None:
 def pooled_tails(reports: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     """The pooled row of several reports' tails (the same levels), every pipeline of every report in the bootstrap."""
     tails = [r["tails"] for r in reports if r.get("tails")]
-    if not tails or any(t["levels"] != tails[0]["levels"] for t in tails):
-        return None
+    def counted(t: dict[str, Any]) -> tuple[Any, str]:
+        return t["levels"], t.get("mean_drop", "raw")
+
+    if not tails or any(counted(t) != counted(tails[0]) for t in tails):
+        return None  # other levels, or the mean's drop counted another way, do not pool
     levels = list(tails[0]["all"]["above"])
     rows = np.array([row for t in tails for row in t["all"]["per_pipeline"]], dtype=np.int64)
     return {**_row(rows, levels), "pipelines": len(rows)}

@@ -242,10 +242,15 @@ def test_tails_count_each_statistic_above_each_level_while_measured(tmp_path: Pa
     above 3 at none; the others move with the noise, and their counts fall as the level rises."""
     require_binary("promtool")
     rules = yaml.safe_load(RULES.read_text(encoding="utf-8"))
+    z = pt.drop_z(rules)
+    assert z is not None
     for group in rules["groups"]:
         for rule in group["rules"]:
             if rule.get("record") == "ragmon:score_failures:rise_z1h":
                 rule["expr"] = "ragmon:score_ratio_count:increase1h * 0 + 2.5"
+            if rule.get("record") == "ragmon:score_ratio:drop_z_limit1h":
+                # a limit 2.5 below the rules' z over the drop: the drop against its limit is 2.5 throughout
+                rule["expr"] = f"ragmon:score_ratio:drop_z1h + {z - 2.5:g}"
     settings = _settings(runs=1, pipelines=2, tail_levels=(0.0, 2.0, 3.0))
     results = simulate(_pools(True), (Case("stationary", "none", 0.0),), settings, rules, workdir=tmp_path)
     measured = int(DAY // 300)  # a day measured, every 5 minutes
@@ -253,17 +258,19 @@ def test_tails_count_each_statistic_above_each_level_while_measured(tmp_path: Pa
         # a day of history: a long window has its baseline once that day holds all of it (the 6h window after 6
         # hours of the measured day, the 12h after 12), the 24h window never (generate_rules.py _partial_day)
         assert {k.split("/")[0] for k in r.tails} == {
-            f"ragmon:{stat}_z{w}" for stat in ("score_failures:rise", "score_ratio:drop") for w in ("1h", "6h", "12h")}
-        constant = r.tails["ragmon:score_failures:rise_z1h/faithfulness"]
-        assert constant == {"points": constant["points"], "0": constant["points"], "2": constant["points"], "3": 0}
-        assert measured - 2 <= constant["points"] <= measured + 1
+            f"ragmon:{stat}_z{w}" for stat in ("score_failures:rise", "score_ratio:drop", "score_ratio:drop_at_limit")
+            for w in ("1h", "6h", "12h")}
+        for constant in (r.tails["ragmon:score_failures:rise_z1h/faithfulness"],
+                         r.tails["ragmon:score_ratio:drop_at_limit_z1h/faithfulness"]):
+            assert constant == {"points": constant["points"], "0": constant["points"], "2": constant["points"], "3": 0}
+            assert measured - 2 <= constant["points"] <= measured + 1
         for window, whole in (("6h", 0.75), ("12h", 0.5)):
             points = r.tails[f"ragmon:score_failures:rise_z{window}/faithfulness"]["points"]
             assert abs(points - whole * measured) <= 3, (window, points)
         for counts in r.tails.values():
             assert counts["points"] >= counts["0"] >= counts["2"] >= counts["3"]
     # the noise moves the others on both sides of 0
-    noisy = [c for r in results for k, c in r.tails.items() if "rise_z1h" not in k]
+    noisy = [c for r in results for k, c in r.tails.items() if "_z1h" not in k]
     assert 0 < sum(c["0"] for c in noisy) < sum(c["points"] for c in noisy)
     tails = summarize(results, 7200.0)["tails"]
     assert tails["levels"] == [0.0, 2.0, 3.0] and tails["pipelines"] == 2
@@ -271,6 +278,10 @@ def test_tails_count_each_statistic_above_each_level_while_measured(tmp_path: Pa
     assert rise["points"] == sum(c["points"] for r in results for k, c in r.tails.items() if "score_failures" in k)
     assert rise["ratio"]["0"] == pytest.approx(rise["share_above"]["0"] / 0.5, rel=1e-3)
     assert tails["all"]["ratio_ci95"]["2"][0] <= tails["all"]["ratio"]["2"] <= tails["all"]["ratio_ci95"]["2"][1]
+    # "all" pools the statistics as they page: the drop against its limit, not the raw drop beside it
+    paging = [c for r in results for k, c in r.tails.items() if "score_ratio:drop_z" not in k]
+    assert tails["all"]["points"] == sum(c["points"] for c in paging)
+    assert "score_ratio:drop/faithfulness" in tails["by_statistic"]
     # without levels the test document is the one every kept answer was asked with
     sets = [pt.SeriesSet("p", "local", {"faithfulness": {"ragmon_score_ratio_count": [1.0]}}, [0, 1])]
     assert "count_over_time" not in json.dumps(pt.test_file(tmp_path / "r.yml", sets, {}, 300, 300, 600, 600))
@@ -294,6 +305,9 @@ def test_tails_pool_over_pipelines_and_over_reports() -> None:
     assert both is not None and (both["pipelines"], both["points"], both["above"]) == (4, 4000, {"2": 92, "3": 4})
     other = {**tails, "levels": [2.0, 4.0]}
     assert pooled_tails([{"tails": tails}, {"tails": other}]) is None  # levels that differ do not pool
+    assert tails["mean_drop"] == "raw"  # no drop counted against its limit here
+    at_limit = {**tails, "mean_drop": "against its skew limit"}
+    assert pooled_tails([{"tails": tails}, {"tails": at_limit}]) is None  # nor drops counted another way
     assert summarize_tails([run("c", {})][:0]) is None
 
 
