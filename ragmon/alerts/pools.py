@@ -32,6 +32,10 @@ CONTRADICTS_LABEL: Final = "contradicts"  # its human label
 CONTRADICTING_KEY: Final = "_contradicting"  # 1.0 / 0.0 beside a row's scores: the judge's verdict
 _JUDGE_CODE = Path(__file__).resolve().parents[1]  # ragmon/: the scoring code's build is hashed from here
 _JUDGE_DIRS: Final = ("scoring", "metrics")
+# the reader's training recipe lives under scoring/ but never runs in the judge (a test holds that): a change to it
+# (a new training source) is not a new judge, and must not send every simulation to rescore its pools
+RECIPE_ONLY: Final = frozenset(f"scoring/reader/{name}" for name in (
+    "train.py", "export.py", "data.py", "data_manifest.json", "edits.py", "fixed_ranges.py", "seven_bit.py"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,13 +120,14 @@ def _metas(path: Path) -> dict[int, dict[str, Any]]:
 
 
 def judge_build() -> str:
-    """A hash of the scoring code (``ragmon/scoring``, ``ragmon/metrics``): cached scores of an
-    earlier judge are never read as this one's."""
+    """A hash of the scoring code (``ragmon/scoring``, ``ragmon/metrics``, less the reader's training recipe,
+    ``RECIPE_ONLY``): cached scores of an earlier judge are never read as this one's."""
     digest = hashlib.sha256()
     for folder in _JUDGE_DIRS:
         for file in sorted((_JUDGE_CODE / folder).rglob("*")):
-            if file.suffix in (".py", ".json") and file.is_file():
-                digest.update(file.relative_to(_JUDGE_CODE).as_posix().encode())
+            name = file.relative_to(_JUDGE_CODE).as_posix()
+            if file.suffix in (".py", ".json") and file.is_file() and name not in RECIPE_ONLY:
+                digest.update(name.encode())
                 digest.update(file.read_bytes())
     return digest.hexdigest()[:16]
 

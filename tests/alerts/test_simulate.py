@@ -574,3 +574,22 @@ def test_the_share_of_runs_paged_carries_wilsons_interval() -> None:
     assert proportion_ci95(0, 5)[0] == 0.0 and 0.4 < proportion_ci95(0, 5)[1] < 0.45
     assert proportion_ci95(5, 5)[1] == 1.0 and 0.55 < proportion_ci95(5, 5)[0] < 0.6
     assert proportion_ci95(0, 0) == (0.0, 1.0)
+
+
+def test_the_judge_build_leaves_out_only_recipe_files_the_judge_never_imports(tmp_path: Path) -> None:
+    """The judge build (the pools' cache key) skips the reader's training recipe: safe only while the judge, the
+    agent and the CLI's scoring never import it, which a fresh interpreter checks."""
+    import subprocess
+    import sys
+
+    code = ("import sys, ragmon.scoring.local, ragmon.agent, ragmon.alerts.command\n"
+            "from ragmon.scoring.local import LocalJudge\n"
+            "LocalJudge()\n"
+            "print('\\n'.join(sorted(m for m in sys.modules if m.startswith('ragmon.scoring.reader'))))\n")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert "ragmon.scoring.reader.model" in loaded  # the judge does read with the reader
+    recipe = {"ragmon." + name.removesuffix(".py").replace("/", ".") for name in pools_module.RECIPE_ONLY
+              if name.endswith(".py")}
+    assert recipe and not recipe & set(loaded)
+    for name in pools_module.RECIPE_ONLY:
+        assert (Path(pools_module.__file__).resolve().parents[1] / name).is_file(), name  # no stale name
