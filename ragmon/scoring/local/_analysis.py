@@ -163,8 +163,11 @@ class Analyser:
         vecs, states = self.encoder.encode([*dict.fromkeys(to_embed), *extra])
         n_new = len(dict.fromkeys(to_embed))
         lookup = {s: (vecs[i], states[i]) for i, s in enumerate(dict.fromkeys(to_embed))}
+        # a sentence left out of the embedding (``sentences_to_embed``) reads as ZERO even when an earlier trace
+        # put it in the cache: otherwise a trace's score would depend on which traces came before it
         entries = [
-            hit if hit is not None else lookup.get(s, ZERO) for s, hit in zip(flat, cached, strict=True)
+            (hit if hit is not None else lookup.get(s, ZERO)) if keep else ZERO
+            for s, keep, hit in zip(flat, split.embed_mask, cached, strict=True)
         ]
         sentence_vecs = np.array([e[0] for e in entries], dtype=np.float32).reshape(len(flat), EMBEDDING_DIM)
         claim_vecs = vecs[n_new : n_new + len(claims)]

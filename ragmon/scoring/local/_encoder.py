@@ -123,7 +123,7 @@ class SentenceEncoder:
         questions and the claims (cached sentences are not embedded again)."""
         cached = self.cache.get_many(sentences)
         for j, keep in enumerate(embed_mask):
-            if not keep and cached[j] is None:
+            if not keep:  # ZERO even when cached: a trace's score must not follow the traces before it
                 cached[j] = ZERO
         missing = [s for s, v in zip(sentences, cached, strict=True) if v is None]
         missing_unique = list(dict.fromkeys(missing))
