@@ -246,7 +246,9 @@ def tail_lines(reports: dict[str, dict]) -> list[str]:
             cells_of_row.append(f"{pooled['above'].get(level, 0)}: {pooled['ratio'].get(level, 0.0):.2f}×{interval}")
         return f"| {name} | {pipelines} | {pooled['points']:,} | " + " | ".join(cells_of_row) + " |"
 
-    lines += [row(tag, tails["pipelines"], tails["all"]) for tag, tails in cells.items()]
+    # which mean drop the row pools: a report of before 2026-12-07 counted it raw
+    lines += [row(f"{tag} (mean drop {tails.get('mean_drop', 'raw')})", tails["pipelines"], tails["all"])
+              for tag, tails in cells.items()]
     from ragmon.alerts.tails import pooled_tails
 
     together = pooled_tails([reports[tag] for tag in cells]) if len(cells) > 1 else None
