@@ -18,7 +18,7 @@ from ..reader.windows import claim_window, context_sentences, copies, copy_key, 
 from ..text import content_tokens, split_sentences, stem, words
 from . import attribution
 from . import model as local_model
-from ._encoder import ZERO, SentenceEncoder
+from ._encoder import SentenceEncoder
 from .claims import TextFacts, cut_long, facts, rarity, split_claims, structured_sentences
 from .embedder import EMBEDDING_DIM, TokenStates
 from .evidence import ClaimEvidence, check_claims, maxsim_per_sentence, soft_novel_counts, wh_match_per_sentence
@@ -157,18 +157,13 @@ class Analyser:
         question = (question or "").strip() or None
         split = self._split(claims, sources, question)
         flat = split.sentences
-        cached = self.encoder.cache.get_many(flat)
-        to_embed = [s for s, keep, hit in zip(flat, split.embed_mask, cached, strict=True) if keep and hit is None]
+        cached = self.encoder.kept_hits(flat, split.embed_mask)
+        to_embed = list(dict.fromkeys(s for s, hit in zip(flat, cached, strict=True) if hit is None))
         extra = [*claims, *([question] if question else [])]
-        vecs, states = self.encoder.encode([*dict.fromkeys(to_embed), *extra])
-        n_new = len(dict.fromkeys(to_embed))
-        lookup = {s: (vecs[i], states[i]) for i, s in enumerate(dict.fromkeys(to_embed))}
-        # a sentence left out of the embedding (``sentences_to_embed``) reads as ZERO even when an earlier trace
-        # put it in the cache: otherwise a trace's score would depend on which traces came before it
-        entries = [
-            (hit if hit is not None else lookup.get(s, ZERO)) if keep else ZERO
-            for s, keep, hit in zip(flat, split.embed_mask, cached, strict=True)
-        ]
+        vecs, states = self.encoder.encode([*to_embed, *extra])
+        n_new = len(to_embed)
+        lookup = {s: (vecs[i], states[i]) for i, s in enumerate(to_embed)}
+        entries = [hit if hit is not None else lookup[s] for s, hit in zip(flat, cached, strict=True)]
         sentence_vecs = np.array([e[0] for e in entries], dtype=np.float32).reshape(len(flat), EMBEDDING_DIM)
         claim_vecs = vecs[n_new : n_new + len(claims)]
         claim_states = states[n_new : n_new + len(claims)]

@@ -115,16 +115,19 @@ class SentenceEncoder:
             [e[1] for e in entries],
         )
 
+    def kept_hits(self, sentences: Sequence[str], embed_mask: np.ndarray) -> list[Cached | None]:
+        """Per context sentence: ZERO where ``embed_mask`` leaves it out — even when an earlier trace cached it,
+        so a trace's score never follows the traces before it —, else its cached entry, or None (to embed)."""
+        cached = self.cache.get_many(sentences)
+        return [hit if keep else ZERO for hit, keep in zip(cached, embed_mask, strict=True)]
+
     def embed_all(
         self, questions: list[str], claims: list[str], sentences: list[str], answer: str | None,
         embed_mask: np.ndarray,
     ) -> Embedded:
         """One batch for a trace: the uncached context sentences ``embed_mask`` keeps, the
         questions and the claims (cached sentences are not embedded again)."""
-        cached = self.cache.get_many(sentences)
-        for j, keep in enumerate(embed_mask):
-            if not keep:  # ZERO even when cached: a trace's score must not follow the traces before it
-                cached[j] = ZERO
+        cached = self.kept_hits(sentences, embed_mask)
         missing = [s for s, v in zip(sentences, cached, strict=True) if v is None]
         missing_unique = list(dict.fromkeys(missing))
         batch: list[str] = list(missing_unique)
