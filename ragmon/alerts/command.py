@@ -16,6 +16,7 @@ import json
 import math
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -165,24 +166,21 @@ def run(args: argparse.Namespace) -> int:
         return 2
 
 
-def _run(args: argparse.Namespace) -> int:
-    if not args.rules.is_file():
-        raise ConfigError("--rules", f"no such file: {args.rules}")
-    if args.rate <= 0 or args.runs < 1 or args.pipelines < 1 or args.days <= 0 or args.chunk < 1:
-        raise ConfigError("--rate/--runs/--pipelines/--days/--chunk", "must be positive")
-    tail_levels = _levels(args.tail_levels)
-    if args.warmup_days < MIN_WARMUP_DAYS:
-        raise ConfigError("--warmup-days", f"must be at least {MIN_WARMUP_DAYS:g}: the rules compare each window "
-                                           "with the same window a day before")
-    cases = _cases(args.cases)
-    if args.latency:
-        if tail_levels:
-            raise ConfigError("--tail-levels", "the latency alert has no test statistic to count (use it without "
-                                               "--latency)")
-        return _run_latency(args, cases)
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """What one ``ragmon alerts simulate`` call simulates: the scored pools, its settings and rules."""
+
+    pools: Pools
+    settings: Settings
+    rules: dict[str, Any]
+    metric: str
+
+
+def prepare(args: argparse.Namespace, tail_levels: tuple[float, ...] = ()) -> Prepared:
+    """Score the labelled rows into pools (or read them from the cache) and build the settings the arguments
+    describe. ``_run`` simulates them; a bench can replay one pipeline of them (``runner.pipeline_rng``)."""
     if args.labels is None or not args.labels.is_file():
         raise ConfigError("LABELS", f"no such file: {args.labels}")
-    started = time.monotonic()
     pools = build_pools(args.labels, args.judge, args.judge_profile, _score_rows(args), args.group_by or None,
                         args.cache)
     if not pools.rows:
@@ -211,6 +209,27 @@ def _run(args: argparse.Namespace) -> int:
         chunk=args.chunk,
         tail_levels=tail_levels,
     )
+    return Prepared(pools, settings, rules, metric)
+
+
+def _run(args: argparse.Namespace) -> int:
+    if not args.rules.is_file():
+        raise ConfigError("--rules", f"no such file: {args.rules}")
+    if args.rate <= 0 or args.runs < 1 or args.pipelines < 1 or args.days <= 0 or args.chunk < 1:
+        raise ConfigError("--rate/--runs/--pipelines/--days/--chunk", "must be positive")
+    tail_levels = _levels(args.tail_levels)
+    if args.warmup_days < MIN_WARMUP_DAYS:
+        raise ConfigError("--warmup-days", f"must be at least {MIN_WARMUP_DAYS:g}: the rules compare each window "
+                                           "with the same window a day before")
+    cases = _cases(args.cases)
+    if args.latency:
+        if tail_levels:
+            raise ConfigError("--tail-levels", "the latency alert has no test statistic to count (use it without "
+                                               "--latency)")
+        return _run_latency(args, cases)
+    started = time.monotonic()
+    prepared = prepare(args, tail_levels)
+    pools, settings, rules, metric = prepared.pools, prepared.settings, prepared.rules, prepared.metric
     answers = _answers(args)
     results = simulate(pools, cases, settings, rules, answers=answers)
     report = summarize(results, args.page_within * 60.0)

@@ -95,6 +95,12 @@ class Settings:
     tail_levels: tuple[float, ...] = ()
 
 
+def pipeline_rng(seed: int, case: Case, run: int, pipeline: int) -> np.random.Generator:
+    """The random stream of one simulated pipeline: its incident and its traffic. A pipeline's draws depend on
+    the seed, the case, the run and its index only, so any one can be replayed alone."""
+    return np.random.default_rng([seed, sum(ord(c) * (i + 1) for i, c in enumerate(case.name)), run, pipeline])
+
+
 def simulate_case(pools: Pools, case: Case, settings: Settings, rules: dict[str, Any],
                   workdir: Path | None = None, chunk_jobs: int = 1,
                   answers: PromtoolAnswers | None = None) -> list[RunResult]:
@@ -106,11 +112,10 @@ def simulate_case(pools: Pools, case: Case, settings: Settings, rules: dict[str,
     youden = {m: se + sp - 1.0 for m, (se, sp) in settings.error_rates.items()}
     sets: list[SeriesSet] = []
     meta: dict[str, tuple[Incident, float, float]] = {}
-    seed_base = [settings.seed, sum(ord(c) * (i + 1) for i, c in enumerate(case.name))]
     hours = traffic.total_s / 3600.0
     for run in range(settings.runs):
         for p in range(settings.pipelines):
-            rng = np.random.default_rng([*seed_base, run, p])
+            rng = pipeline_rng(settings.seed, case, run, p)
             incident = case.incident(rng, warmup_s, end_s)
             name = f"{case.name}-r{run:02d}-p{p:03d}"
             if settings.latency is not None:
