@@ -166,6 +166,14 @@ def _phase_values(phases: Sequence[int]) -> str:
     return " ".join(out)
 
 
+def group_order_of(rules: dict[str, Any]) -> list[str]:
+    """The rules file's groups in its own order. promtool evaluates the groups of a step in an order it does not
+    guarantee unless the test names one (``group_eval_order``); unnamed, it changed from run to run, so a long
+    window (``ragmon-quality-long``, summing the hourly records of ``ragmon-quality``) read the hourly record of
+    this step in some runs and of the step before in others, and one simulation gave different counts twice."""
+    return [str(g["name"]) for g in rules.get("groups", [])]
+
+
 def test_file(
     rule_file: Path,
     sets: Sequence[SeriesSet],
@@ -177,10 +185,12 @@ def test_file(
     service: str = "sim",
     tail_levels: Sequence[float] = (),
     tail_z: float | None = None,
+    group_order: Sequence[str] = (),
 ) -> dict[str, Any]:
     """A promtool unit-test document: the input series and the queries over ``ALERTS``; with ``tail_levels``,
     also how often each test statistic (``Z_RECORDS``, and with ``tail_z`` the mean's drop against its limit) was
-    above each level while measured (``tail_queries``)."""
+    above each level while measured (``tail_queries``). ``group_order``: the rule groups in the order promtool
+    evaluates them at each step (``group_order_of``)."""
     series: list[dict[str, str]] = []
     n_scrapes = max(len(s.phases) for s in sets)
     for s in sets:
@@ -230,6 +240,7 @@ def test_file(
     return {
         "rule_files": [str(rule_file)],
         "evaluation_interval": f"{int(evaluation_s)}s",
+        **({"group_eval_order": list(group_order)} if group_order else {}),
         "tests": [{
             "interval": f"{int(scrape_s)}s",
             "input_series": series,

@@ -32,6 +32,7 @@ from .promtool import (
     SeriesSet,
     alert_series,
     drop_z,
+    group_order_of,
     quality_rules,
     run_promtool,
     tail_columns,
@@ -160,7 +161,8 @@ def simulate_case(pools: Pools, case: Case, settings: Settings, rules: dict[str,
     def evaluate(chunk: list[SeriesSet]) -> list[list[Episode]]:
         def document(rule_file: Path) -> dict[str, Any]:
             return test_file(rule_file, chunk, gauges, traffic.scrape_s, settings.evaluation_s, end_s,
-                             measured_total, tail_levels=settings.tail_levels, tail_z=drop_level)
+                             measured_total, tail_levels=settings.tail_levels, tail_z=drop_level,
+                             group_order=group_order_of(kept_rules))
 
         return run_promtool(kept_rules, document, workdir=workdir, answers=answers,
                             kinds=EPISODE_QUERIES + len(tail_q))

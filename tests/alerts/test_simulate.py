@@ -419,6 +419,20 @@ def test_counters_past_a_million_reach_promtool_exactly(tmp_path: Path) -> None:
     assert values == "0 1234567 1234572 2000003"
 
 
+def test_promtool_evaluates_the_rule_groups_in_the_rules_files_order(tmp_path: Path) -> None:
+    """The long windows sum the hourly records of another group: the test document names the groups' order (the
+    file's), so every run reads this step's hourly record (unnamed, promtool's order changed between runs and so did
+    the counts; tests/alerts/test_tails_null.py holds a run equal to the statistic computed with fresh records)."""
+    rules = yaml.safe_load(RULES.read_text(encoding="utf-8"))
+    names = [g["name"] for g in rules["groups"]]
+    assert names.index("ragmon-quality") < names.index("ragmon-quality-long")
+    assert pt.group_order_of(rules) == names
+    sets = [pt.SeriesSet(pipeline="p", judge="local", counters={"": {"c": [1.0]}}, phases=[0, 1])]
+    document = pt.test_file(tmp_path / "rules.yml", sets, {}, 300, 300, 600, 600, group_order=names)
+    assert document["group_eval_order"] == names
+    assert "group_eval_order" not in pt.test_file(tmp_path / "rules.yml", sets, {}, 300, 300, 600, 600)
+
+
 def test_the_command_writes_the_json_contract(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     require_binary("promtool")
     labels = tmp_path / "labels.jsonl"
