@@ -55,8 +55,10 @@ TAIL_LEVELS = "2,2.5,3,3.5,4,4.5,5"
 # seed each), so its false firings are read from 100 pipeline-days: 50 cannot tell 0.6 a month from 1.2
 STATIONARY_SEEDS = (1,)
 # the quiet pipeline's goal (4 of 5 within 12 h) sits at its point estimate on 20 runs: a second block of 20 (its
-# own seed) is read with the first, so the table gives the share over 40 runs
-INCIDENT_SEEDS = {"qa-0.1rps-incidents": (1,)}
+# own seed) is read with the first, so the table gives the share over 40 runs; at 1 req/s, +10 points within 2 h
+# went from 5 of 5 to 4 of 5 with the sentence-cache fix of the judge (one run starting at 00:47, into the night's
+# ebb): a second block of 5 says how far that is from the goal
+INCIDENT_SEEDS = {"qa-0.1rps-incidents": (1,), "qa-1rps-incidents": (1,)}
 
 
 def with_contradicts(name: str, work: Path) -> Path:
