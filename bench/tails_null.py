@@ -13,9 +13,11 @@ mean against the same window of the 7 days before, in standard errors of the bas
 term). Beside each pipeline, ``--replicas`` normal replicas: the same counts every 5 minutes, each 5-minute sum of
 scores drawn normal with the hour of day's mean and variance of that pipeline's own scores, and the drop's plain z
 (no skew term: a normal sum has none). A replica's statistic is standard normal when nothing changes, with the
-same windows, counts and overlap between evaluations — what the budget assumes. Reported per metric, window and
-level: evaluations and episodes (runs of consecutive evaluations) above the level, the replicas' mean, and the
-share of replicas (all pipelines pooled) with as many as the replay or more.
+same windows, counts and overlap between evaluations — what the budget assumes. Reported per statistic (metric ×
+window) and for any statistic of a pipeline: the pipelines whose statistic passed each level (the independent
+unit), the replicas' mean, and the share of replica sets (replica k of every pipeline) with as many or more;
+beside them the evaluations and episodes above each level. Also the sampler's lowest rate, and the spread and
+autocorrelation of each metric's hourly deviations (what a mechanism carrying a drop from hour to hour would show).
 
 The replica of the statistic is checked against promtool's own counts in ``tests/alerts/test_tails_null.py``.
 
@@ -47,9 +49,12 @@ from ragmon.alerts.runner import pipeline_rng  # noqa: E402
 from ragmon.alerts.traffic import DAY, Counters, PipelineRun, simulate_pipeline  # noqa: E402
 from ragmon.scoring.onnx_runner import cpu_model  # noqa: E402
 
-WINDOWS = {"1h": 3600, "6h": 6 * 3600, "12h": 12 * 3600, "24h": 24 * 3600}  # generate_rules.py WINDOW, LONG_WINDOWS
-SEASONAL_DAYS = 7  # generate_rules.py SEASONAL_DAYS: the baseline is the same window of the 7 days before
-MIN_SCORE_VARIANCE = 1e-4  # generate_rules.py MIN_SCORE_VARIANCE
+sys.path.insert(0, str(ROOT / "deploy" / "prometheus"))
+import generate_rules as rules_source  # noqa: E402  (the windows, baseline days and variance floor the rules use)
+
+WINDOWS = {w: rules_source._seconds(w) for w in (rules_source.WINDOW, *rules_source.LONG_WINDOWS)}
+SEASONAL_DAYS = rules_source.SEASONAL_DAYS  # the baseline is the same window of the days before
+MIN_SCORE_VARIANCE = rules_source.MIN_SCORE_VARIANCE
 LEVELS = (3.0, 3.5, 4.0, 4.5, 5.0)
 
 
