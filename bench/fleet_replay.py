@@ -1,0 +1,355 @@
+"""The fleet's false pages over many fleet-days: the fleet parts' pipelines replayed alone, the page rules applied
+in numpy.
+
+``bench/alerts_simulate.py`` counts the fleet's false pages with promtool, a part (10 pipelines × 10 measured days,
+one fleet-day) at a time, ~26 core-minutes each; showing ≤ 1 false page a month with confidence needs ~100
+fleet-days without a page, which promtool cannot give on this machine. The pipelines of a fleet are independent
+(each its own random stream, ``runner.pipeline_rng``), so its false pages are the sum of its pipelines' own. This
+bench replays the parts' pipelines alone (the simulator's own draws, as ``bench/tails_null.py`` does) and applies
+every paging alert of the fleet's rules file to their counters as the rules compute them
+(``deploy/prometheus/generate_rules.py``: the failing share's rise on the arcsine scale and the mean score's drop
+against its skew limit over 1h, 6h, 12h and 24h, each against the same window of the 7 days before, the minimum
+effect corrected by the judge's error rates or score gap, the count guards, ``for: 10m`` at 5-minute evaluations;
+the contradiction share's rise likewise), and counts the episodes an Alertmanager would page on (an alert's
+windows are one page). ``tests/alerts/test_fleet_replay.py`` holds the replica's pages equal to promtool's, alert
+by alert, on traffic that pages often (rules with a low z).
+
+Two stages, so the costly one runs once: ``draw`` replays parts (``--seeds 6-105``) and stores each pipeline's
+per-scrape increments under ``--store`` (reproducible from the seeds); ``pages`` reads them and writes the report.
+
+    PYTHONPATH=. python bench/fleet_replay.py draw --seeds 1-105
+    PYTHONPATH=. python bench/fleet_replay.py pages --seeds 1-105 --out docs/alerts-simulation/fleet/fleet-replay.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from ragmon.alerts import command  # noqa: E402
+from ragmon.alerts.pools import CONTRADICTIONS, judge_build  # noqa: E402
+from ragmon.alerts.promtool import drop_z  # noqa: E402
+from ragmon.alerts.report import rate_ci95  # noqa: E402
+from ragmon.alerts.runner import pipeline_rng  # noqa: E402
+from ragmon.alerts.traffic import DAY, simulate_pipeline  # noqa: E402
+from ragmon.scoring.onnx_runner import cpu_model  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "deploy" / "prometheus"))
+import generate_rules as rules_source  # noqa: E402  (the windows, guards and steps the rules are built from)
+
+FIELDS = ("count", "total", "squares", "failures")
+FLEET = 100  # bench/alerts_simulate.py FLEET: the rules are the fleet's, and a fleet-day is its pipelines' day
+PART = f"fleet{FLEET}-1rps-stationary-seed"
+WINDOWS = {w: rules_source._seconds(w) for w in (rules_source.WINDOW, *rules_source.LONG_WINDOWS)}
+SEVERITIES = {"warning": rules_source.DROP_WARNING, "critical": rules_source.DROP_CRITICAL}
+
+
+@dataclass(frozen=True, slots=True)
+class PageRules:
+    """What a rules file pages on, as numbers: the drop alerts' z and the constants generate_rules.py builds
+    every rules file with."""
+
+    z: float
+    for_s: float
+    alert_of: Mapping[str, str]  # metric -> its drop alert's name
+
+    @classmethod
+    def of(cls, rules: dict[str, Any]) -> PageRules:
+        z = drop_z(rules)
+        if z is None:
+            raise ValueError("the rules file has no drop alert")
+        names = {m.name: f"Ragmon{m.alert}Drop" for m in rules_source.quality_metrics()}
+        names[CONTRADICTIONS] = rules_source.CONTRADICTION_ALERT
+        return cls(z=z, for_s=rules_source._seconds(rules_source.QUALITY_FOR), alert_of=names)
+
+    def effect(self, severity: str) -> float:
+        return round(SEVERITIES[severity] * rules_source.MIN_EFFECT, 4)
+
+    @property
+    def skew(self) -> float:
+        """The skew term's coefficient in the mean drop's limit, as the rules file writes it."""
+        return round((self.z**2 - 1) / 6, 4)
+
+
+@dataclass(frozen=True, slots=True)
+class Judge:
+    """The judge's gauges the rules read: Youden's J per metric (used where at least MIN_CORRECTABLE_YOUDEN) and
+    the score gap (floored at 0.05)."""
+
+    youden: Mapping[str, float]
+    gap: Mapping[str, float]
+
+    @classmethod
+    def of(cls, error_rates: Mapping[str, tuple[float, float]], score_gaps: Mapping[str, float]) -> Judge:
+        youden = {m: se + sp - 1.0 for m, (se, sp) in error_rates.items()}
+        return cls(youden={m: j for m, j in youden.items() if j >= rules_source.MIN_CORRECTABLE_YOUDEN},
+                   gap={m: max(g, 0.05) for m, g in score_gaps.items()})
+
+
+def _windowed(inc: np.ndarray, at: np.ndarray, w: int, day: int, whole_days: bool) -> tuple[np.ndarray, np.ndarray]:
+    """A counter's increase (given per scrape) over the ``w`` scrapes up to each of ``at``, and over the same
+    scrapes of each of the SEASONAL_DAYS days before, summed, as promtool finds them: a day whose window ended
+    before the counter existed adds nothing (no samples); one that began before it adds what it holds (the
+    counter starts at 0, so increase() extrapolates no further), or, with ``whole_days`` (the long windows wait
+    for whole days: ``_partial_day``), makes the baseline absent (NaN)."""
+    cum = np.concatenate([[0.0], np.cumsum(inc)])
+    now = cum[at] - cum[np.clip(at - w, 0, None)]
+    base = np.zeros(len(at))
+    partial = np.zeros(len(at), dtype=bool)
+    for d in range(1, rules_source.SEASONAL_DAYS + 1):
+        end = at - d * day
+        base += cum[np.clip(end, 0, None)] - cum[np.clip(end - w, 0, None)]
+        partial |= (end >= 0) & (end - w < 0)
+    return now, np.where(partial & whole_days, np.nan, base)
+
+
+def _arcsine_rise_z(e_w: np.ndarray, n_w: np.ndarray, e_b: np.ndarray, n_b: np.ndarray) -> np.ndarray:
+    """The share's rise on Anscombe's arcsine scale, in standard errors (``_share_rise_rules``)."""
+    def arcsine(e: np.ndarray, n: np.ndarray) -> np.ndarray:
+        return np.arcsin(np.sqrt((e + 0.375) / (n + 0.75)))
+
+    return 2 * (arcsine(e_w, n_w) - arcsine(e_b, n_b)) / np.sqrt(1 / n_w + 1 / n_b)
+
+
+def conditions(counters: Mapping[str, Mapping[str, np.ndarray]], scrape_s: float, at: np.ndarray, rules: PageRules,
+               judge: Judge) -> dict[tuple[str, str, str, str], np.ndarray]:
+    """At each evaluation ``at`` (a scrape index: the evaluation at that scrape's time), whether each alert's
+    expression returns a series: (alertname, severity, metric, window) -> booleans. ``counters``: metric ->
+    field -> increments per scrape (the contradiction check under CONTRADICTIONS, its counts in ``count`` and
+    ``failures``)."""
+    day = round(DAY / scrape_s)
+    out: dict[tuple[str, str, str, str], np.ndarray] = {}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for metric, c in counters.items():
+            for window, seconds in WINDOWS.items():
+                w, whole = round(seconds / scrape_s), window != rules_source.WINDOW
+                n_w, n_b = _windowed(c["count"], at, w, day, whole)
+                e_w, e_b = _windowed(c["failures"], at, w, day, whole)
+                known = (n_w > 0) & (n_b > 0)
+                rise = e_w / n_w - e_b / n_b
+                if metric in judge.youden:
+                    rise = rise / judge.youden[metric]
+                share_z = np.where(known, _arcsine_rise_z(e_w, n_w, e_b, n_b), -np.inf)
+                share_counts = (n_w >= rules_source.MIN_SCORED_WINDOW) & (n_b >= rules_source.MIN_SCORED_BASELINE)
+                mean_test = None
+                if metric != CONTRADICTIONS:
+                    s_w, s_b = _windowed(c["total"], at, w, day, whole)
+                    _q_w, q_b = _windowed(c["squares"], at, w, day, whole)
+                    mean_w, mean_b = s_w / n_w, s_b / n_b
+                    var_b = np.maximum(q_b / n_b - mean_b**2, rules_source.MIN_SCORE_VARIANCE)
+                    drop = (mean_b - mean_w) / np.sqrt(var_b * (1 / n_w + 1 / n_b))
+                    limit = rules.z + rules.skew * mean_b / np.sqrt(var_b * n_w)
+                    mean_rise = (mean_b - mean_w) / judge.gap.get(metric, 1.0)
+                    mean_counts = ((n_w >= rules_source.MIN_SCORED_MEAN_WINDOW)
+                                   & (n_b >= rules_source.MIN_SCORED_BASELINE))
+                    mean_test = (np.where(known, drop > limit, False), mean_rise, mean_counts)
+                for severity in SEVERITIES:
+                    effect = rules.effect(severity)
+                    fires = known & (rise >= effect) & (share_z > rules.z) & share_counts
+                    if mean_test is not None:
+                        above, mean_rise, mean_counts = mean_test
+                        fires = fires | (known & (mean_rise >= effect) & above & mean_counts)
+                    out[(rules.alert_of[metric], severity, metric, window)] = np.nan_to_num(fires) > 0
+    return out
+
+
+def pages(counters: Mapping[str, Mapping[str, np.ndarray]], scrape_s: float, evaluation_s: float, first: int,
+          rules: PageRules, judge: Judge) -> tuple[dict[str, int], dict[str, int]]:
+    """Alert episodes that start at the evaluations after scrape ``first`` (the measured time), as the simulator
+    counts them from promtool: an alert fires once its expression has held for ``for`` (``for_s``), and one page
+    is an alert's firing with its windows merged (Alertmanager groups them). Returns "alertname/severity/metric"
+    -> pages and "alertname/severity/metric/window" -> episodes of that window."""
+    if evaluation_s != scrape_s:
+        raise ValueError("the replica evaluates at every scrape, as the simulator does")
+    held = round(rules.for_s / evaluation_s)  # evaluations before the one that fires
+    n = len(next(iter(next(iter(counters.values())).values())))
+    start = max(first - held - 1, 1)  # the evaluation before the measured time must know whether it was firing
+    at = np.arange(start, n + 1)
+    by_alert: dict[str, int] = {}
+    by_window: dict[str, int] = {}
+    merged: dict[str, np.ndarray] = {}
+    for (alert, severity, metric, window), cond in conditions(counters, scrape_s, at, rules, judge).items():
+        run = np.copy(cond)
+        for k in range(1, held + 1):  # true at this evaluation and the ``held`` before it
+            run[k:] &= cond[:-k]
+            run[:k] = False
+        key = f"{alert}/{severity}/{metric}"
+        merged[key] = merged[key] | run if key in merged else run
+        by_window[f"{key}/{window}"] = _starts(run, at, first)
+    for key, firing in merged.items():
+        by_alert[key] = _starts(firing, at, first)
+    return by_alert, by_window
+
+
+def _starts(firing: np.ndarray, at: np.ndarray, first: int) -> int:
+    begins = firing[1:] & ~firing[:-1]
+    return int(np.sum(begins & (at[1:] > first)))
+
+
+def seed_list(text: str) -> list[int]:
+    """'1-5,9' -> [1, 2, 3, 4, 5, 9]."""
+    out: list[int] = []
+    for part in text.split(","):
+        lo, _, hi = part.strip().partition("-")
+        if lo:
+            out += list(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def part_arguments(work: Path, seed: int) -> list[str]:
+    """The fleet part's arguments (``bench/alerts_simulate.py``) with ``seed``: parts past the bench's own
+    FLEET_PARTS are the same configuration on further seeds."""
+    import alerts_simulate as cells_of
+
+    argv = list(dict(cells_of.cells(work))[f"{PART}1"])
+    argv[argv.index("--seed") + 1] = str(seed)
+    return argv
+
+
+def prepare(work: Path, seed: int) -> command.Prepared:
+    parsed = argparse.ArgumentParser()
+    command.add_arguments(parsed)
+    ns = parsed.parse_args(["simulate", *part_arguments(work, seed), "--cache", str(work / "scores")])
+    return command.prepare(ns)
+
+
+def draw_part(prepared: command.Prepared, seed: int, store: Path) -> None:
+    """Each pipeline of the part, drawn as the runner draws it, stored as per-scrape increments per metric."""
+    case = command._cases("stationary")[0]
+    settings, traffic = prepared.settings, prepared.settings.traffic
+    youden = {m: se + sp - 1.0 for m, (se, sp) in settings.error_rates.items()}
+    for p in range(settings.pipelines):
+        path = store / f"seed{seed:03d}-p{p:03d}.npz"
+        if path.is_file():
+            continue
+        rng = pipeline_rng(seed, case, 0, p)
+        incident = case.incident(rng, traffic.warmup_days * DAY, traffic.total_s)
+        run = simulate_pipeline(prepared.pools, traffic, settings.sampling, incident, settings.incident_metric,
+                                settings.base_share, settings.thresholds, youden, rng)
+        arrays = {f"{metric}.{f}": np.diff(np.asarray(getattr(c, f), dtype=np.float64), prepend=0.0)
+                  for metric, c in run.counters.items() for f in FIELDS}
+        tmp = path.with_suffix(".tmp.npz")
+        np.savez_compressed(tmp, rates=np.asarray(run.rates), **arrays)
+        tmp.replace(path)  # a stopped draw leaves no half-written pipeline
+
+
+def load(path: Path) -> tuple[dict[str, dict[str, np.ndarray]], np.ndarray]:
+    """A stored pipeline: metric -> field -> increments per scrape, and the sampler's rate at each scrape."""
+    with np.load(path) as data:
+        counters: dict[str, dict[str, np.ndarray]] = {}
+        for name in data.files:
+            if name != "rates":
+                metric, _, field = name.partition(".")
+                counters.setdefault(metric, {})[field] = data[name]
+        return counters, data["rates"]
+
+
+def count_pages(seeds: list[int], work: Path, store: Path) -> dict[str, Any]:
+    """Every stored pipeline of ``seeds`` through the page replica: false firings by alert and window, the fleet's
+    pages per 30 fleet-days with their exact interval."""
+    prepared = prepare(work, seeds[0])  # the same rules, judge and traffic for every part; only the seed differs
+    settings, traffic = prepared.settings, prepared.settings.traffic
+    rules, judge = PageRules.of(prepared.rules), Judge.of(settings.error_rates, settings.score_gaps)
+    first = round(traffic.warmup_days * DAY / traffic.scrape_s)
+    by_alert: dict[str, int] = {}
+    by_window: dict[str, int] = {}
+    paged: list[dict[str, Any]] = []
+    pipelines, lowest_rate = 0, 1.0
+    missing = []
+    for seed in seeds:
+        for p in range(settings.pipelines):
+            path = store / f"seed{seed:03d}-p{p:03d}.npz"
+            if not path.is_file():
+                missing.append(path.name)
+                continue
+            counters, rates = load(path)
+            lowest_rate = min(lowest_rate, float(rates.min()))
+            alerts, windows = pages(counters, traffic.scrape_s, settings.evaluation_s, first, rules, judge)
+            pipelines += 1
+            for key, n in alerts.items():
+                by_alert[key] = by_alert.get(key, 0) + n
+                if n and "/critical/" in key:
+                    paged.append({"seed": seed, "pipeline": p, "alert": key, "pages": n})
+            for key, n in windows.items():
+                by_window[key] = by_window.get(key, 0) + n
+    if missing:
+        raise SystemExit(f"{len(missing)} pipelines not drawn yet (first: {missing[0]}): run the draw stage")
+    pipeline_days = pipelines * traffic.days
+    fleet_days = pipeline_days / FLEET
+    pages_total = sum(n for key, n in by_alert.items() if "/critical/" in key)
+    warnings_total = sum(n for key, n in by_alert.items() if "/warning/" in key)
+    lo, hi = rate_ci95(pages_total, fleet_days)
+    per_alert = {}
+    for key, n in sorted(by_alert.items()):
+        a_lo, a_hi = rate_ci95(n, pipeline_days)
+        per_alert[key] = {"firings": n, "per_pipeline_30d": round(n * 30 / pipeline_days, 4),
+                          "ci95": [round(a_lo, 4), round(a_hi, 4)]}
+    return {
+        "seeds": f"{seeds[0]}-{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1)) else seeds,
+        "pipelines": pipelines, "measured_days": traffic.days, "pipeline_days": pipeline_days, "fleet": FLEET,
+        "fleet_days": fleet_days, "rate_per_s": traffic.rate_per_s, "drop_z": rules.z,
+        "judge": settings.judge, "judge_build": judge_build(), "error_rates": dict(settings.error_rates),
+        "score_gaps": dict(settings.score_gaps), "lowest_sampling_rate": lowest_rate,
+        "fleet_pages": pages_total, "fleet_pages_per_30d": round(pages_total * 30 / fleet_days, 3),
+        "fleet_pages_per_30d_ci95": [round(lo, 3), round(hi, 3)],
+        "warnings": warnings_total, "alerts": per_alert,
+        "windows": {k: n for k, n in sorted(by_window.items()) if n}, "paged_pipelines": paged,
+        "cpu": cpu_model(), "python": platform.python_version(),
+    }
+
+
+def _summary(report: dict[str, Any]) -> str:
+    lo, hi = report["fleet_pages_per_30d_ci95"]
+    lines = [f"{report['pipelines']} pipelines x {report['measured_days']:g} days = {report['fleet_days']:g} "
+             f"fleet-days of {report['fleet']}: {report['fleet_pages']} false pages, "
+             f"{report['fleet_pages_per_30d']:g} per 30 fleet-days [95 % {lo:g} to {hi:g}]; "
+             f"{report['warnings']} false warnings", "| alert / severity / metric | firings | per pipeline per 30 d |",
+             "|---|---|---|"]
+    for key, row in report["alerts"].items():
+        lines.append(f"| {key} | {row['firings']} | {row['per_pipeline_30d']:g} "
+                     f"[{row['ci95'][0]:g}, {row['ci95'][1]:g}] |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    sub = parser.add_subparsers(dest="stage", required=True)
+    draw = sub.add_parser("draw", help="replay the parts' pipelines and store their counters")
+    count = sub.add_parser("pages", help="count the stored pipelines' false pages")
+    count.add_argument("--out", type=Path, default=None)
+    for p in (draw, count):
+        p.add_argument("--seeds", default="1-105")
+        p.add_argument("--work", type=Path, default=ROOT / ".cache" / "alerts-bench")
+        p.add_argument("--store", type=Path, default=ROOT / ".cache" / "fleet-replay")
+    args = parser.parse_args()
+    started = time.monotonic()
+    if args.stage == "draw":
+        args.store.mkdir(parents=True, exist_ok=True)
+        for seed in seed_list(args.seeds):
+            draw_part(prepare(args.work, seed), seed, args.store)
+            print(f"seed {seed}: {time.monotonic() - started:.0f}s", flush=True)
+        return 0
+    report = count_pages(seed_list(args.seeds), args.work, args.store)
+    report["seconds"] = round(time.monotonic() - started, 1)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    print(_summary(report))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
