@@ -224,6 +224,22 @@ def fleet_lines(reports: dict[str, dict]) -> list[str]:
                 f"fleet-days [95 % CI {lo:.2f}, {hi:.2f}]."]
 
 
+FLEET_REPLAY = OUT / "fleet" / "fleet-replay.json"  # bench/fleet_replay.py: a subfolder, so no cell reads it
+
+
+def fleet_replay_lines() -> list[str]:
+    """The fleet's false pages over the parts' pipelines replayed alone, the page rules applied in numpy (their
+    pages equal promtool's: tests/alerts/test_fleet_replay.py)."""
+    if not FLEET_REPLAY.is_file():
+        return []
+    r = json.loads(FLEET_REPLAY.read_text(encoding="utf-8"))
+    lo, hi = r["fleet_pages_per_30d_ci95"]
+    return ["", f"The fleet's parts replayed (`bench/fleet_replay.py`, seeds {r['seeds']}, judge build "
+                f"{r['judge_build']}, z {r['drop_z']}): {r['pipelines']} pipelines × {r['measured_days']:g} days, "
+                f"{r['fleet_pages']} false pages in {r['fleet_days']:g} fleet-days, {r['fleet_pages_per_30d']:.2f} per "
+                f"30 fleet-days [95 % CI {lo:.2f}, {hi:.2f}]; {r['warnings']} false warnings."]
+
+
 def tail_lines(reports: dict[str, dict]) -> list[str]:
     """Per cell that counted them: the share of measured evaluations at which the alerts' test statistics were
     above each level, as a multiple of the normal tail the false-page budget assumes (ragmon/alerts/tails.py)."""
@@ -401,6 +417,7 @@ def write_table() -> None:
                      f"{r['measured_pipeline_days']:.0f} | {r['judged_per_hour']:.0f} | {_false(r)} | {by_alert} |")
     lines += pooled_lines(reports)
     lines += fleet_lines(reports)
+    lines += fleet_replay_lines()
     lines += tail_lines(reports)
     if not_simulated:
         lines += ["", "Not simulated:", ""]

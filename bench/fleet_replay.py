@@ -124,12 +124,14 @@ def _arcsine_rise_z(e_w: np.ndarray, n_w: np.ndarray, e_b: np.ndarray, n_b: np.n
     return 2 * (arcsine(e_w, n_w) - arcsine(e_b, n_b)) / np.sqrt(1 / n_w + 1 / n_b)
 
 
-def conditions(counters: Mapping[str, Mapping[str, np.ndarray]], scrape_s: float, at: np.ndarray, rules: PageRules,
-               judge: Judge) -> dict[tuple[str, str, str, str], np.ndarray]:
-    """At each evaluation ``at`` (a scrape index: the evaluation at that scrape's time), whether each alert's
-    expression returns a series: (alertname, severity, metric, window) -> booleans. ``counters``: metric ->
-    field -> increments per scrape (the contradiction check under CONTRADICTIONS, its counts in ``count`` and
-    ``failures``)."""
+def margins(counters: Mapping[str, Mapping[str, np.ndarray]], scrape_s: float, at: np.ndarray, rules: PageRules,
+            judge: Judge) -> dict[tuple[str, str, str, str], np.ndarray]:
+    """At each evaluation ``at`` (a scrape index: the evaluation at that scrape's time), how far each alert's
+    expression is from returning a series: (alertname, severity, metric, window) -> the largest of its tests'
+    statistic less the level it must pass (the share's rise z less z; the mean's drop z less its skew limit),
+    counting only tests whose minimum effect and count guards hold (−inf where none does). The expression returns
+    a series exactly where the margin is above 0. ``counters``: metric -> field -> increments per scrape (the
+    contradiction check under CONTRADICTIONS, its counts in ``count`` and ``failures``)."""
     day = round(DAY / scrape_s)
     out: dict[tuple[str, str, str, str], np.ndarray] = {}
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -142,8 +144,9 @@ def conditions(counters: Mapping[str, Mapping[str, np.ndarray]], scrape_s: float
                 rise = e_w / n_w - e_b / n_b
                 if metric in judge.youden:
                     rise = rise / judge.youden[metric]
-                share_z = np.where(known, _arcsine_rise_z(e_w, n_w, e_b, n_b), -np.inf)
-                share_counts = (n_w >= rules_source.MIN_SCORED_WINDOW) & (n_b >= rules_source.MIN_SCORED_BASELINE)
+                share_margin = _arcsine_rise_z(e_w, n_w, e_b, n_b) - rules.z
+                share_counts = known & (n_w >= rules_source.MIN_SCORED_WINDOW) & (
+                    n_b >= rules_source.MIN_SCORED_BASELINE)
                 mean_test = None
                 if metric != CONTRADICTIONS:
                     s_w, s_b = _windowed(c["total"], at, w, day, whole)
@@ -153,45 +156,53 @@ def conditions(counters: Mapping[str, Mapping[str, np.ndarray]], scrape_s: float
                     drop = (mean_b - mean_w) / np.sqrt(var_b * (1 / n_w + 1 / n_b))
                     limit = rules.z + rules.skew * mean_b / np.sqrt(var_b * n_w)
                     mean_rise = (mean_b - mean_w) / judge.gap.get(metric, 1.0)
-                    mean_counts = ((n_w >= rules_source.MIN_SCORED_MEAN_WINDOW)
-                                   & (n_b >= rules_source.MIN_SCORED_BASELINE))
-                    mean_test = (np.where(known, drop > limit, False), mean_rise, mean_counts)
+                    mean_counts = known & (n_w >= rules_source.MIN_SCORED_MEAN_WINDOW) & (
+                        n_b >= rules_source.MIN_SCORED_BASELINE)
+                    mean_test = (drop - limit, mean_rise, mean_counts)
                 for severity in SEVERITIES:
                     effect = rules.effect(severity)
-                    fires = known & (rise >= effect) & (share_z > rules.z) & share_counts
+                    margin = np.where(share_counts & (rise >= effect), share_margin, -np.inf)
                     if mean_test is not None:
-                        above, mean_rise, mean_counts = mean_test
-                        fires = fires | (known & (mean_rise >= effect) & above & mean_counts)
-                    out[(rules.alert_of[metric], severity, metric, window)] = np.nan_to_num(fires) > 0
+                        mean_margin, mean_rise, mean_counts = mean_test
+                        margin = np.maximum(margin, np.where(mean_counts & (mean_rise >= effect), mean_margin,
+                                                             -np.inf))
+                    out[(rules.alert_of[metric], severity, metric, window)] = np.nan_to_num(margin, nan=-np.inf)
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class Pages:
+    by_alert: dict[str, int]  # "alertname/severity/metric" -> pages (its windows merged)
+    by_window: dict[str, int]  # "alertname/severity/metric/window" -> episodes of that window
+    # "alertname/severity/metric" -> the highest margin held for ``for`` over the measured evaluations: above 0
+    # it fired; how near a quiet pipeline came to paging
+    closest: dict[str, float]
+
+
 def pages(counters: Mapping[str, Mapping[str, np.ndarray]], scrape_s: float, evaluation_s: float, first: int,
-          rules: PageRules, judge: Judge) -> tuple[dict[str, int], dict[str, int]]:
+          rules: PageRules, judge: Judge) -> Pages:
     """Alert episodes that start at the evaluations after scrape ``first`` (the measured time), as the simulator
     counts them from promtool: an alert fires once its expression has held for ``for`` (``for_s``), and one page
-    is an alert's firing with its windows merged (Alertmanager groups them). Returns "alertname/severity/metric"
-    -> pages and "alertname/severity/metric/window" -> episodes of that window."""
+    is an alert's firing with its windows merged (Alertmanager groups them)."""
     if evaluation_s != scrape_s:
         raise ValueError("the replica evaluates at every scrape, as the simulator does")
     held = round(rules.for_s / evaluation_s)  # evaluations before the one that fires
     n = len(next(iter(next(iter(counters.values())).values())))
     start = max(first - held - 1, 1)  # the evaluation before the measured time must know whether it was firing
     at = np.arange(start, n + 1)
-    by_alert: dict[str, int] = {}
     by_window: dict[str, int] = {}
     merged: dict[str, np.ndarray] = {}
-    for (alert, severity, metric, window), cond in conditions(counters, scrape_s, at, rules, judge).items():
-        run = np.copy(cond)
-        for k in range(1, held + 1):  # true at this evaluation and the ``held`` before it
-            run[k:] &= cond[:-k]
-            run[:k] = False
+    for (alert, severity, metric, window), margin in margins(counters, scrape_s, at, rules, judge).items():
+        kept = np.copy(margin)  # the margin held at this evaluation and the ``held`` before it
+        for k in range(1, held + 1):
+            kept[k:] = np.minimum(kept[k:], margin[:-k])
+            kept[:k] = -np.inf
         key = f"{alert}/{severity}/{metric}"
-        merged[key] = merged[key] | run if key in merged else run
-        by_window[f"{key}/{window}"] = _starts(run, at, first)
-    for key, firing in merged.items():
-        by_alert[key] = _starts(firing, at, first)
-    return by_alert, by_window
+        merged[key] = np.maximum(merged[key], kept) if key in merged else kept
+        by_window[f"{key}/{window}"] = _starts(kept > 0, at, first)
+    measured = at > first
+    return Pages(by_alert={key: _starts(kept > 0, at, first) for key, kept in merged.items()}, by_window=by_window,
+                 closest={key: float(kept[measured].max()) for key, kept in merged.items()})
 
 
 def _starts(firing: np.ndarray, at: np.ndarray, first: int) -> int:
@@ -267,6 +278,7 @@ def count_pages(seeds: list[int], work: Path, store: Path) -> dict[str, Any]:
     by_alert: dict[str, int] = {}
     by_window: dict[str, int] = {}
     paged: list[dict[str, Any]] = []
+    closest: list[dict[str, Any]] = []
     pipelines, lowest_rate = 0, 1.0
     missing = []
     for seed in seeds:
@@ -277,8 +289,12 @@ def count_pages(seeds: list[int], work: Path, store: Path) -> dict[str, Any]:
                 continue
             counters, rates = load(path)
             lowest_rate = min(lowest_rate, float(rates.min()))
-            alerts, windows = pages(counters, traffic.scrape_s, settings.evaluation_s, first, rules, judge)
+            got = pages(counters, traffic.scrape_s, settings.evaluation_s, first, rules, judge)
+            alerts, windows = got.by_alert, got.by_window
             pipelines += 1
+            for key, margin in got.closest.items():
+                if "/critical/" in key:
+                    closest.append({"seed": seed, "pipeline": p, "alert": key, "margin": round(margin, 3)})
             for key, n in alerts.items():
                 by_alert[key] = by_alert.get(key, 0) + n
                 if n and "/critical/" in key:
@@ -307,6 +323,9 @@ def count_pages(seeds: list[int], work: Path, store: Path) -> dict[str, Any]:
         "fleet_pages_per_30d_ci95": [round(lo, 3), round(hi, 3)],
         "warnings": warnings_total, "alerts": per_alert,
         "windows": {k: n for k, n in sorted(by_window.items()) if n}, "paged_pipelines": paged,
+        # how near the quiet pipelines came: each critical alert's highest margin held for `for`, the ten nearest
+        "closest": sorted(closest, key=lambda r: -r["margin"])[:10],
+        "margin_above": {f"{lv:g}": sum(1 for r in closest if r["margin"] > lv) for lv in (-2.0, -1.0, -0.5, 0.0)},
         "cpu": cpu_model(), "python": platform.python_version(),
     }
 

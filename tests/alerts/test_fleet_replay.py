@@ -89,10 +89,12 @@ def test_the_replica_pages_as_promtool_does_alert_by_alert(tmp_path: Path, rate:
                                 settings.thresholds, youden, rng)
         counters = {m: {f: np.diff(np.asarray(getattr(c, f), dtype=np.float64), prepend=0.0) for f in fr.FIELDS}
                     for m, c in run.counters.items()}
-        by_alert, by_window = fr.pages(counters, traffic.scrape_s, settings.evaluation_s, first, page_rules, judge)
-        assert {k: v for k, v in by_alert.items() if v} == result.by_alert, p
-        assert {k: v for k, v in by_window.items() if v} == result.by_window, p
-        paged += sum(v for k, v in by_alert.items() if "/critical/" in k)
+        got = fr.pages(counters, traffic.scrape_s, settings.evaluation_s, first, page_rules, judge)
+        assert {k: v for k, v in got.by_alert.items() if v} == result.by_alert, p
+        assert {k: v for k, v in got.by_window.items() if v} == result.by_window, p
+        # an alert paged exactly where its margin held above 0 for `for`
+        assert {k for k, m in got.closest.items() if m > 0} == {k for k, v in got.by_alert.items() if v}, p
+        paged += sum(v for k, v in got.by_alert.items() if "/critical/" in k)
     assert paged >= 3  # pages were compared, not only their absence
     assert {k.split("/")[2] for r in results for k in r.by_alert} == {"faithfulness", CONTRADICTIONS}
     assert {k.split("/")[3] for r in results for k in r.by_window} >= windows
