@@ -224,20 +224,33 @@ def fleet_lines(reports: dict[str, dict]) -> list[str]:
                 f"fleet-days [95 % CI {lo:.2f}, {hi:.2f}]."]
 
 
-FLEET_REPLAY = OUT / "fleet" / "fleet-replay.json"  # bench/fleet_replay.py: a subfolder, so no cell reads it
+REPLAYS = OUT / "replay"  # bench/fleet_replay.py's reports (a subfolder: no cell reads them)
 
 
-def fleet_replay_lines() -> list[str]:
-    """The fleet's false pages over the parts' pipelines replayed alone, the page rules applied in numpy (their
-    pages equal promtool's: tests/alerts/test_fleet_replay.py)."""
-    if not FLEET_REPLAY.is_file():
+def replay_lines() -> list[str]:
+    """The stationary cells replayed over many more pipeline-days, the page rules applied in numpy (their pages
+    equal promtool's: tests/alerts/test_fleet_replay.py)."""
+    reports = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(REPLAYS.glob("*.json"))]
+    if not reports:
         return []
-    r = json.loads(FLEET_REPLAY.read_text(encoding="utf-8"))
-    lo, hi = r["fleet_pages_per_30d_ci95"]
-    return ["", f"The fleet's parts replayed (`bench/fleet_replay.py`, seeds {r['seeds']}, judge build "
-                f"{r['judge_build']}, z {r['drop_z']}): {r['pipelines']} pipelines × {r['measured_days']:g} days, "
-                f"{r['fleet_pages']} false pages in {r['fleet_days']:g} fleet-days, {r['fleet_pages_per_30d']:.2f} per "
-                f"30 fleet-days [95 % CI {lo:.2f}, {hi:.2f}]; {r['warnings']} false warnings."]
+    lines = ["", "## Stationary cells replayed over more pipeline-days", "",
+             "`bench/fleet_replay.py`: each cell's pipelines on more seeds, replayed alone with the simulator's own "
+             "draws, every paging rule applied in numpy as the rules compute it (pages equal to promtool's, "
+             "tests/alerts/test_fleet_replay.py). False firings per pipeline per 30 days [exact 95 % interval]; "
+             "the fleet's per 30 fleet-days.", "",
+             "| cell | seeds | judge build | z | pipeline-days | false pages / 30 d | false warnings | nearest margin "
+             "| fleet: pages / 30 fleet-days |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in reports:
+        lo, hi = r["pages_per_pipeline_30d_ci95"]
+        fleet = "-"
+        if "fleet_days" in r:
+            f_lo, f_hi = r["fleet_pages_per_30d_ci95"]
+            fleet = f"{r['fleet_pages_per_30d']:.2f} [{f_lo:.2f}, {f_hi:.2f}] in {r['fleet_days']:g} fleet-days"
+        nearest = f"{r['closest'][0]['margin']:.2f}" if r["closest"] else "-"
+        lines.append(f"| {r['cell']} | {r['seeds']} | {r['judge_build']} | {r['drop_z']} | {r['pipeline_days']:.0f} | "
+                     f"{r['pages_per_pipeline_30d']:.3f} [{lo:.3f}, {hi:.3f}] | {r['warnings']} | {nearest} | "
+                     f"{fleet} |")
+    return lines
 
 
 def tail_lines(reports: dict[str, dict]) -> list[str]:
@@ -417,7 +430,7 @@ def write_table() -> None:
                      f"{r['measured_pipeline_days']:.0f} | {r['judged_per_hour']:.0f} | {_false(r)} | {by_alert} |")
     lines += pooled_lines(reports)
     lines += fleet_lines(reports)
-    lines += fleet_replay_lines()
+    lines += replay_lines()
     lines += tail_lines(reports)
     if not_simulated:
         lines += ["", "Not simulated:", ""]

@@ -14,11 +14,17 @@ the contradiction share's rise likewise), and counts the episodes an Alertmanage
 windows are one page). ``tests/alerts/test_fleet_replay.py`` holds the replica's pages equal to promtool's, alert
 by alert, on traffic that pages often (rules with a low z).
 
-Two stages, so the costly one runs once: ``draw`` replays parts (``--seeds 6-105``) and stores each pipeline's
-per-scrape increments under ``--store`` (reproducible from the seeds); ``pages`` reads them and writes the report.
+The same for any stationary cell (``--cell qa-0.1rps-stationary``: its runs and pipelines on seeds 1–20, each seed
+a block of the cell), so that every configuration's false firings per pipeline are read from a thousand
+pipeline-days rather than fifty.
 
-    PYTHONPATH=. python bench/fleet_replay.py draw --seeds 1-105
-    PYTHONPATH=. python bench/fleet_replay.py pages --seeds 1-105 --out docs/alerts-simulation/fleet/fleet-replay.json
+Two stages, so the costly one runs once: ``draw`` replays the cell on each seed of ``--seeds`` and stores each
+pipeline's per-scrape increments under ``.cache/replay/<cell>`` (reproducible from the seeds); ``pages`` reads them
+and writes ``docs/alerts-simulation/replay/<cell>.json``.
+
+    PYTHONPATH=. python bench/fleet_replay.py draw --seeds 1-120      # the fleet's parts: 120 fleet-days
+    PYTHONPATH=. python bench/fleet_replay.py pages --seeds 1-120
+    PYTHONPATH=. python bench/fleet_replay.py draw --cell qa-1rps-stationary --seeds 1-20
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ import generate_rules as rules_source  # noqa: E402  (the windows, guards and st
 FIELDS = ("count", "total", "squares", "failures")
 FLEET = 100  # bench/alerts_simulate.py FLEET: the rules are the fleet's, and a fleet-day is its pipelines' day
 PART = f"fleet{FLEET}-1rps-stationary-seed"
+REPORTS = ROOT / "docs" / "alerts-simulation" / "replay"  # a subfolder: bench/alerts_simulate.py reads no report here
 WINDOWS = {w: rules_source._seconds(w) for w in (rules_source.WINDOW, *rules_source.LONG_WINDOWS)}
 SEVERITIES = {"warning": rules_source.DROP_WARNING, "critical": rules_source.DROP_CRITICAL}
 
@@ -220,41 +227,58 @@ def seed_list(text: str) -> list[int]:
     return out
 
 
-def part_arguments(work: Path, seed: int) -> list[str]:
-    """The fleet part's arguments (``bench/alerts_simulate.py``) with ``seed``: parts past the bench's own
-    FLEET_PARTS are the same configuration on further seeds."""
+def configuration_of(tag: str) -> str:
+    """'fleet100-1rps-stationary-seed1' -> 'fleet100-1rps-stationary': the cell without its seed block."""
+    head, _, seed = tag.rpartition("-seed")
+    return head if head and seed.isdigit() else tag
+
+
+def cell_arguments(work: Path, cell: str, seed: int) -> list[str]:
+    """A stationary cell's arguments (``bench/alerts_simulate.py``) with ``seed``: seeds past the bench's own
+    blocks are the same configuration on further seeds."""
     import alerts_simulate as cells_of
 
-    argv = list(dict(cells_of.cells(work))[f"{PART}1"])
-    argv[argv.index("--seed") + 1] = str(seed)
+    argv = list(dict(cells_of.cells(work))[cell])
+    if "stationary" not in argv[argv.index("--cases") + 1].split(","):
+        raise SystemExit(f"{cell}: not a stationary cell (false pages are counted on stationary traffic)")
+    if "--seed" in argv:
+        argv[argv.index("--seed") + 1] = str(seed)
+    else:
+        argv += ["--seed", str(seed)]
     return argv
 
 
-def prepare(work: Path, seed: int) -> command.Prepared:
+def prepare(work: Path, cell: str, seed: int) -> command.Prepared:
     parsed = argparse.ArgumentParser()
     command.add_arguments(parsed)
-    ns = parsed.parse_args(["simulate", *part_arguments(work, seed), "--cache", str(work / "scores")])
+    ns = parsed.parse_args(["simulate", *cell_arguments(work, cell, seed), "--cache", str(work / "scores")])
     return command.prepare(ns)
 
 
-def draw_part(prepared: command.Prepared, seed: int, store: Path) -> None:
-    """Each pipeline of the part, drawn as the runner draws it, stored as per-scrape increments per metric."""
+def pipeline_file(store: Path, seed: int, run: int, pipeline: int) -> Path:
+    return store / f"seed{seed:03d}-r{run:02d}-p{pipeline:03d}.npz"
+
+
+def draw_seed(prepared: command.Prepared, seed: int, store: Path) -> None:
+    """Each run's pipelines of the cell on ``seed``, drawn as the runner draws them, stored as per-scrape
+    increments per metric."""
     case = command._cases("stationary")[0]
     settings, traffic = prepared.settings, prepared.settings.traffic
     youden = {m: se + sp - 1.0 for m, (se, sp) in settings.error_rates.items()}
-    for p in range(settings.pipelines):
-        path = store / f"seed{seed:03d}-p{p:03d}.npz"
-        if path.is_file():
-            continue
-        rng = pipeline_rng(seed, case, 0, p)
-        incident = case.incident(rng, traffic.warmup_days * DAY, traffic.total_s)
-        run = simulate_pipeline(prepared.pools, traffic, settings.sampling, incident, settings.incident_metric,
-                                settings.base_share, settings.thresholds, youden, rng)
-        arrays = {f"{metric}.{f}": np.diff(np.asarray(getattr(c, f), dtype=np.float64), prepend=0.0)
-                  for metric, c in run.counters.items() for f in FIELDS}
-        tmp = path.with_suffix(".tmp.npz")
-        np.savez_compressed(tmp, rates=np.asarray(run.rates), **arrays)
-        tmp.replace(path)  # a stopped draw leaves no half-written pipeline
+    for r in range(settings.runs):
+        for p in range(settings.pipelines):
+            path = pipeline_file(store, seed, r, p)
+            if path.is_file():
+                continue
+            rng = pipeline_rng(seed, case, r, p)
+            incident = case.incident(rng, traffic.warmup_days * DAY, traffic.total_s)
+            run = simulate_pipeline(prepared.pools, traffic, settings.sampling, incident, settings.incident_metric,
+                                    settings.base_share, settings.thresholds, youden, rng)
+            arrays = {f"{metric}.{f}": np.diff(np.asarray(getattr(c, f), dtype=np.float64), prepend=0.0)
+                      for metric, c in run.counters.items() for f in FIELDS}
+            tmp = path.with_suffix(".tmp.npz")
+            np.savez_compressed(tmp, rates=np.asarray(run.rates), **arrays)
+            tmp.replace(path)  # a stopped draw leaves no half-written pipeline
 
 
 def load(path: Path) -> tuple[dict[str, dict[str, np.ndarray]], np.ndarray]:
@@ -268,10 +292,10 @@ def load(path: Path) -> tuple[dict[str, dict[str, np.ndarray]], np.ndarray]:
         return counters, data["rates"]
 
 
-def count_pages(seeds: list[int], work: Path, store: Path) -> dict[str, Any]:
-    """Every stored pipeline of ``seeds`` through the page replica: false firings by alert and window, the fleet's
-    pages per 30 fleet-days with their exact interval."""
-    prepared = prepare(work, seeds[0])  # the same rules, judge and traffic for every part; only the seed differs
+def count_pages(cell: str, seeds: list[int], work: Path, store: Path) -> dict[str, Any]:
+    """Every stored pipeline of ``seeds`` through the page replica: false firings by alert and window, per pipeline
+    per 30 days and, for the fleet's cell, the fleet's pages per 30 fleet-days, with exact intervals."""
+    prepared = prepare(work, cell, seeds[0])  # the same rules, judge and traffic on every seed
     settings, traffic = prepared.settings, prepared.settings.traffic
     rules, judge = PageRules.of(prepared.rules), Judge.of(settings.error_rates, settings.score_gaps)
     first = round(traffic.warmup_days * DAY / traffic.scrape_s)
@@ -281,46 +305,53 @@ def count_pages(seeds: list[int], work: Path, store: Path) -> dict[str, Any]:
     closest: list[dict[str, Any]] = []
     pipelines, lowest_rate = 0, 1.0
     missing = []
-    for seed in seeds:
-        for p in range(settings.pipelines):
-            path = store / f"seed{seed:03d}-p{p:03d}.npz"
-            if not path.is_file():
-                missing.append(path.name)
-                continue
-            counters, rates = load(path)
-            lowest_rate = min(lowest_rate, float(rates.min()))
-            got = pages(counters, traffic.scrape_s, settings.evaluation_s, first, rules, judge)
-            alerts, windows = got.by_alert, got.by_window
-            pipelines += 1
-            for key, margin in got.closest.items():
-                if "/critical/" in key:
-                    closest.append({"seed": seed, "pipeline": p, "alert": key, "margin": round(margin, 3)})
-            for key, n in alerts.items():
-                by_alert[key] = by_alert.get(key, 0) + n
-                if n and "/critical/" in key:
-                    paged.append({"seed": seed, "pipeline": p, "alert": key, "pages": n})
-            for key, n in windows.items():
-                by_window[key] = by_window.get(key, 0) + n
+    for seed, r, p in ((s, r, p) for s in seeds for r in range(settings.runs) for p in range(settings.pipelines)):
+        path = pipeline_file(store, seed, r, p)
+        if not path.is_file():
+            missing.append(path.name)
+            continue
+        counters, rates = load(path)
+        lowest_rate = min(lowest_rate, float(rates.min()))
+        got = pages(counters, traffic.scrape_s, settings.evaluation_s, first, rules, judge)
+        alerts, windows = got.by_alert, got.by_window
+        pipelines += 1
+        for key, margin in got.closest.items():
+            if "/critical/" in key:
+                closest.append({"seed": seed, "run": r, "pipeline": p, "alert": key, "margin": round(margin, 3)})
+        for key, n in alerts.items():
+            by_alert[key] = by_alert.get(key, 0) + n
+            if n and "/critical/" in key:
+                paged.append({"seed": seed, "run": r, "pipeline": p, "alert": key, "pages": n})
+        for key, n in windows.items():
+            by_window[key] = by_window.get(key, 0) + n
     if missing:
         raise SystemExit(f"{len(missing)} pipelines not drawn yet (first: {missing[0]}): run the draw stage")
     pipeline_days = pipelines * traffic.days
-    fleet_days = pipeline_days / FLEET
     pages_total = sum(n for key, n in by_alert.items() if "/critical/" in key)
     warnings_total = sum(n for key, n in by_alert.items() if "/warning/" in key)
-    lo, hi = rate_ci95(pages_total, fleet_days)
     per_alert = {}
     for key, n in sorted(by_alert.items()):
         a_lo, a_hi = rate_ci95(n, pipeline_days)
         per_alert[key] = {"firings": n, "per_pipeline_30d": round(n * 30 / pipeline_days, 4),
                           "ci95": [round(a_lo, 4), round(a_hi, 4)]}
-    return {
+    lo, hi = rate_ci95(pages_total, pipeline_days)
+    report: dict[str, Any] = {
+        "cell": configuration_of(cell),
         "seeds": f"{seeds[0]}-{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1)) else seeds,
-        "pipelines": pipelines, "measured_days": traffic.days, "pipeline_days": pipeline_days, "fleet": FLEET,
-        "fleet_days": fleet_days, "rate_per_s": traffic.rate_per_s, "drop_z": rules.z,
-        "judge": settings.judge, "judge_build": judge_build(), "error_rates": dict(settings.error_rates),
-        "score_gaps": dict(settings.score_gaps), "lowest_sampling_rate": lowest_rate,
-        "fleet_pages": pages_total, "fleet_pages_per_30d": round(pages_total * 30 / fleet_days, 3),
-        "fleet_pages_per_30d_ci95": [round(lo, 3), round(hi, 3)],
+        "pipelines": pipelines, "measured_days": traffic.days, "pipeline_days": pipeline_days,
+        "rate_per_s": traffic.rate_per_s, "drop_z": rules.z, "judge": settings.judge, "judge_build": judge_build(),
+        "error_rates": dict(settings.error_rates), "score_gaps": dict(settings.score_gaps),
+        "lowest_sampling_rate": lowest_rate, "pages": pages_total,
+        "pages_per_pipeline_30d": round(pages_total * 30 / pipeline_days, 4),
+        "pages_per_pipeline_30d_ci95": [round(lo, 4), round(hi, 4)],
+    }
+    if configuration_of(cell).startswith(f"fleet{FLEET}-"):  # the fleet's rules: its pipelines share one budget
+        fleet_days = pipeline_days / FLEET
+        f_lo, f_hi = rate_ci95(pages_total, fleet_days)
+        report.update({"fleet": FLEET, "fleet_days": fleet_days, "fleet_pages": pages_total,
+                       "fleet_pages_per_30d": round(pages_total * 30 / fleet_days, 3),
+                       "fleet_pages_per_30d_ci95": [round(f_lo, 3), round(f_hi, 3)]})
+    return report | {
         "warnings": warnings_total, "alerts": per_alert,
         "windows": {k: n for k, n in sorted(by_window.items()) if n}, "paged_pipelines": paged,
         # how near the quiet pipelines came: each critical alert's highest margin held for `for`, the ten nearest
@@ -331,12 +362,15 @@ def count_pages(seeds: list[int], work: Path, store: Path) -> dict[str, Any]:
 
 
 def _summary(report: dict[str, Any]) -> str:
-    lo, hi = report["fleet_pages_per_30d_ci95"]
-    lines = [f"{report['pipelines']} pipelines x {report['measured_days']:g} days = {report['fleet_days']:g} "
-             f"fleet-days of {report['fleet']}: {report['fleet_pages']} false pages, "
-             f"{report['fleet_pages_per_30d']:g} per 30 fleet-days [95 % {lo:g} to {hi:g}]; "
-             f"{report['warnings']} false warnings", "| alert / severity / metric | firings | per pipeline per 30 d |",
-             "|---|---|---|"]
+    lo, hi = report["pages_per_pipeline_30d_ci95"]
+    lines = [f"{report['cell']}: {report['pipelines']} pipelines x {report['measured_days']:g} days, "
+             f"{report['pages']} false pages, {report['pages_per_pipeline_30d']:g} per pipeline per 30 days "
+             f"[95 % {lo:g} to {hi:g}]; {report['warnings']} false warnings"]
+    if "fleet_days" in report:
+        f_lo, f_hi = report["fleet_pages_per_30d_ci95"]
+        lines.append(f"the fleet of {report['fleet']}: {report['fleet_days']:g} fleet-days, "
+                     f"{report['fleet_pages_per_30d']:g} false pages per 30 fleet-days [95 % {f_lo:g} to {f_hi:g}]")
+    lines += ["| alert / severity / metric | firings | per pipeline per 30 d |", "|---|---|---|"]
     for key, row in report["alerts"].items():
         lines.append(f"| {key} | {row['firings']} | {row['per_pipeline_30d']:g} "
                      f"[{row['ci95'][0]:g}, {row['ci95'][1]:g}] |")
@@ -346,26 +380,29 @@ def _summary(report: dict[str, Any]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     sub = parser.add_subparsers(dest="stage", required=True)
-    draw = sub.add_parser("draw", help="replay the parts' pipelines and store their counters")
+    draw = sub.add_parser("draw", help="replay the cell's pipelines and store their counters")
     count = sub.add_parser("pages", help="count the stored pipelines' false pages")
-    count.add_argument("--out", type=Path, default=None)
+    count.add_argument("--out", type=Path, default=None, help=f"default {REPORTS}/<cell>.json")
     for p in (draw, count):
-        p.add_argument("--seeds", default="1-105")
+        p.add_argument("--cell", default=f"{PART}1",
+                       help="a stationary cell of bench/alerts_simulate.py (its seed replaced by --seeds)")
+        p.add_argument("--seeds", default="1-120")
         p.add_argument("--work", type=Path, default=ROOT / ".cache" / "alerts-bench")
-        p.add_argument("--store", type=Path, default=ROOT / ".cache" / "fleet-replay")
+        p.add_argument("--store", type=Path, default=None, help="default .cache/replay/<cell>")
     args = parser.parse_args()
+    store = args.store or ROOT / ".cache" / "replay" / configuration_of(args.cell)
     started = time.monotonic()
     if args.stage == "draw":
-        args.store.mkdir(parents=True, exist_ok=True)
+        store.mkdir(parents=True, exist_ok=True)
         for seed in seed_list(args.seeds):
-            draw_part(prepare(args.work, seed), seed, args.store)
+            draw_seed(prepare(args.work, args.cell, seed), seed, store)
             print(f"seed {seed}: {time.monotonic() - started:.0f}s", flush=True)
         return 0
-    report = count_pages(seed_list(args.seeds), args.work, args.store)
+    report = count_pages(args.cell, seed_list(args.seeds), args.work, store)
     report["seconds"] = round(time.monotonic() - started, 1)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    out = args.out or REPORTS / f"{configuration_of(args.cell)}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     print(_summary(report))
     return 0
 
