@@ -45,12 +45,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from tails_null import replay  # noqa: E402  (one pipeline drawn as the runner draws it)
+
 from ragmon.alerts import command  # noqa: E402
 from ragmon.alerts.pools import CONTRADICTIONS, judge_build  # noqa: E402
 from ragmon.alerts.promtool import drop_z  # noqa: E402
 from ragmon.alerts.report import rate_ci95  # noqa: E402
-from ragmon.alerts.runner import pipeline_rng  # noqa: E402
-from ragmon.alerts.traffic import DAY, simulate_pipeline  # noqa: E402
+from ragmon.alerts.traffic import DAY  # noqa: E402
 from ragmon.scoring.onnx_runner import cpu_model  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "deploy" / "prometheus"))
@@ -262,18 +263,13 @@ def pipeline_file(store: Path, seed: int, run: int, pipeline: int) -> Path:
 def draw_seed(prepared: command.Prepared, seed: int, store: Path) -> None:
     """Each run's pipelines of the cell on ``seed``, drawn as the runner draws them, stored as per-scrape
     increments per metric."""
-    case = command._cases("stationary")[0]
-    settings, traffic = prepared.settings, prepared.settings.traffic
-    youden = {m: se + sp - 1.0 for m, (se, sp) in settings.error_rates.items()}
+    settings = prepared.settings
     for r in range(settings.runs):
         for p in range(settings.pipelines):
             path = pipeline_file(store, seed, r, p)
             if path.is_file():
                 continue
-            rng = pipeline_rng(seed, case, r, p)
-            incident = case.incident(rng, traffic.warmup_days * DAY, traffic.total_s)
-            run = simulate_pipeline(prepared.pools, traffic, settings.sampling, incident, settings.incident_metric,
-                                    settings.base_share, settings.thresholds, youden, rng)
+            run = replay(prepared, seed, p, r)
             arrays = {f"{metric}.{f}": np.diff(np.asarray(getattr(c, f), dtype=np.float64), prepend=0.0)
                       for metric, c in run.counters.items() for f in FIELDS}
             tmp = path.with_suffix(".tmp.npz")

@@ -130,12 +130,12 @@ def hourly_deviations(c: Counters, scrape_s: float) -> np.ndarray:
     return np.asarray((t / n - mean_h) / np.sqrt(var_h / n))
 
 
-def replay(prepared: command.Prepared, seed: int, pipeline: int) -> PipelineRun:
-    """One pipeline of a stationary part, drawn as the runner draws it."""
+def replay(prepared: command.Prepared, seed: int, pipeline: int, run: int = 0) -> PipelineRun:
+    """One pipeline of a stationary cell (of its run ``run``), drawn as the runner draws it."""
     case = command._cases("stationary")[0]
     settings = prepared.settings
     traffic = settings.traffic
-    rng = pipeline_rng(seed, case, 0, pipeline)
+    rng = pipeline_rng(seed, case, run, pipeline)
     incident = case.incident(rng, traffic.warmup_days * DAY, traffic.total_s)
     youden = {m: se + sp - 1.0 for m, (se, sp) in settings.error_rates.items()}
     run = simulate_pipeline(prepared.pools, traffic, settings.sampling, incident, settings.incident_metric,
