@@ -12,6 +12,9 @@ counted when P(contradicted) >= cut and above P(supported), as ``formulas.with_c
 - reported on its **held-out** fold (faithful-vs-unfaithful and conflict-vs-faithful AUC per set) and on the
   one-edit pairs of held-out rows (``bench/one_edit_pairs.py``: the copy scored lower, the median drop).
 
+The same cuts are also read as the contradiction verdict's cut (today 0.9): the verdict as a yes/no test of "the
+answer has a conflict span", its Youden's J per set, the cut chosen on the dev fold, reported on the held-out one.
+
 Nothing ships from here: ``coefficients.py`` is not written.
 
     PYTHONPATH=. python bench/reader_cap_cuts.py --out docs/reader-trials/2026-12-07-confident-cap.json
@@ -85,6 +88,28 @@ def fold_aucs(rows: list[dict[str, Any]], fold: str, cut: float | None) -> dict[
     return out
 
 
+def fold_verdicts(rows: list[dict[str, Any]], fold: str, cut: float | None) -> dict[str, Any]:
+    """The contradiction verdict as a yes/no test of "the answer has a conflict span" (as
+    ``bench/fit_reader_stack.py`` counts it): an answer is flagged when a lexical check or, at this cut, the reader
+    reads one of its claims as contradicted (no cut: the lexical checks alone)."""
+    out: dict[str, Any] = {}
+    for name in SETS:
+        part = [r for r in rows if r["fold"] == fold and r["set"] == name and r["record"] is not None]
+        flag = np.array([r["record"]["lexical"] > 0
+                         or (cut is not None and any(p >= cut for p in r["record"]["reader_p"])) for r in part],
+                        dtype=bool)
+        conflict = np.array([r["conflict"] for r in part], dtype=bool)
+        if not conflict.any():
+            out[name] = {"conflicts": 0, "specificity": round(float(np.mean(~flag)), 3)}
+            continue
+        se, sp = float(np.mean(flag[conflict])), float(np.mean(~flag[~conflict]))
+        out[name] = {"conflicts": int(conflict.sum()), "sensitivity": round(se, 3), "specificity": round(sp, 3),
+                     "youden": round(se + sp - 1, 3)}
+    youdens = [v["youden"] for v in out.values() if "youden" in v]
+    out["mean_youden"] = round(float(np.mean(youdens)), 3)
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--out", type=Path, default=None)
@@ -110,6 +135,9 @@ def main() -> int:
     dev = {str(cut): fold_aucs(rows, "dev", cut) for cut in CUTS}
     chosen = max(CUTS, key=lambda c: (dev[str(c)]["mean_auc"], c is None))  # ties: no cap
     heldout = {str(cut): fold_aucs(rows, "heldout", cut) for cut in CUTS}
+    # the verdict's cut, chosen the same way by the verdict's own yes/no accuracy (no cut: the lexical checks alone)
+    verdicts = {fold: {str(cut): fold_verdicts(rows, fold, cut) for cut in CUTS} for fold in ("dev", "heldout")}
+    verdict_cut = max(CUTS, key=lambda c: (verdicts["dev"][str(c)]["mean_youden"], c is None))
     edits: dict[str, Any] = {}
     for cut in CUTS:
         cells: dict[str, list[float]] = {}
@@ -123,6 +151,7 @@ def main() -> int:
     highest = round(float(probabilities.max()), 4) if len(probabilities) else None
     report = {"reader_sha256": READER_SHA256, "cpu": cpu_model(), "cuts": [str(c) for c in CUTS],
               "chosen_on_dev": str(chosen), "dev": dev, "heldout": heldout, "one_edit_heldout": edits,
+              "contradiction_verdict": verdicts, "verdict_cut_chosen_on_dev": str(verdict_cut),
               "reader_only_p_contradicted": {"claims": len(probabilities),
                                              "max": highest,
                                              "at_least_0.95": int(np.sum(probabilities >= 0.95))},
@@ -136,6 +165,11 @@ def main() -> int:
               + " / ".join(f"{h[s]['auc']:.3f}" for s in SETS) + f" ({h['mean_auc']:.3f}), conflicts "
               + " / ".join(f"{h[s]['conflict_auc']:.3f}" for s in SETS) + " | one-edit lower, median drop: "
               + "; ".join(f"{k} {v['lower']:.0%} {v['median_drop']:+.3f}" for k, v in e.items()))
+    print(f"contradiction verdict, cut chosen on dev by mean Youden's J: {verdict_cut}")
+    for cut in CUTS:
+        d, h = verdicts["dev"][str(cut)], verdicts["heldout"][str(cut)]
+        print(f"cut {cut}: dev mean J {d['mean_youden']:+.3f} | held-out J "
+              + " / ".join(f"{h[s]['youden']:+.3f}" for s in SETS) + f" (mean {h['mean_youden']:+.3f})")
     return 0
 
 
