@@ -256,3 +256,19 @@ def test_dev_metrics_score_the_contradicted_class_apart_and_keep_the_checkpoint_
     # the optional sources are logged, not part of the score checkpoints are chosen by
     without = dev_metrics(dev[:3], probs[:3])
     assert got["score"] == without["score"]
+
+
+def test_balanced_negations_thin_the_negation_edits_and_repeat_supported_negated_claims() -> None:
+    """``build_pairs(balance_negations=True)`` (a stage-2 trial): a negation alone must not predict
+    "contradicted", so one-edit negations are thinned and supported claims holding a negation repeated."""
+    edits_kept = [data._balanced_repeat(data.Pair(f"Shop {i} is open.", f"Shop {i} is not open.", data.CONTRADICTED,
+                                                  "edit-rag-negation", "train")) for i in range(400)]
+    assert set(edits_kept) == {0, 1} and 0.15 < sum(edits_kept) / 400 < 0.35  # one in NEGATION_EDIT_KEEP
+    negated = data.Pair("Reservations: false.", "It does not take reservations.", data.SUPPORTED, "ragtruth-qa-dev",
+                        "train")
+    assert data._balanced_repeat(negated) == data.NEGATED_SUPPORTED_REPEAT
+    for other in (data.Pair("It takes reservations.", "It takes reservations.", data.SUPPORTED, "ragtruth-qa-dev",
+                            "train"),
+                  data.Pair("Shop 1 is open.", "Shop 2 is open.", data.CONTRADICTED, "edit-rag-number", "train"),
+                  data.Pair("It is open.", "It is not open.", data.CONTRADICTED, "edit-negation", "train")):
+        assert data._balanced_repeat(other) == 1

@@ -28,13 +28,19 @@ from ... import env as ragmon_env
 from ...errors import ConfigError
 from ..local.claims import split_claims
 from ..onnx_runner import file_sha256
-from ..text import split_sentences
+from ..text import NEGATIONS, split_sentences, words
 from .edits import both_negated, contradictions
 from .windows import claim_window, context_sentences, short_claim
 
 MANIFEST = Path(__file__).with_name("data_manifest.json")
 SUPPORTED, UNSUPPORTED, CONTRADICTED, NOT_SUPPORTED = 0, 1, 2, 3
 RAGTRUTH_REPEAT = 3  # RAGTruth's unsupported / contradicted claims are few and matter most: seen 3x an epoch
+# ``balance_negations`` (a trial, off in the shipped recipe): stage 2's training pairs hold ~8 one-edit
+# negations (contradicted) for every supported RAGTruth claim with a negation, so a negation the premise
+# lacks alone predicts "contradicted". Balanced: one in NEGATION_EDIT_KEEP of those edits kept, and the
+# supported negated claims seen NEGATED_SUPPORTED_REPEAT times.
+NEGATION_EDIT_KEEP = 4
+NEGATED_SUPPORTED_REPEAT = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,8 +246,17 @@ def sources_read(stage: int, extra: Collection[str] = ()) -> list[dict[str, Any]
 STAGE2_NLI_REPLAY = 4000  # NLI pairs replayed in stage 2 so it does not forget them
 
 
+def _balanced_repeat(pair: Pair) -> int:
+    """How often a stage-2 training pair is kept under ``balance_negations`` (0: left out)."""
+    if pair.source == "edit-rag-negation":
+        return int(_hash(pair.premise + pair.claim) % NEGATION_EDIT_KEEP == 0)
+    if pair.source.startswith("ragtruth") and pair.label == SUPPORTED and NEGATIONS & set(words(pair.claim.lower())):
+        return NEGATED_SUPPORTED_REPEAT
+    return 1
+
+
 def build_pairs(data_dir: Path, benchdata: Path | None, seed: int = 13, download: bool = True,
-                stage: int = 1, extra: Collection[str] = ()) -> list[Pair]:
+                stage: int = 1, extra: Collection[str] = (), balance_negations: bool = False) -> list[Pair]:
     """Every training and dev pair of a stage, in a deterministic shuffled order. Stage 1: all
     sources. Stage 2 (from stage 1's best checkpoint): RAG-shaped pairs — RAGTruth claims and one-edit
     contradictions of its supported claims — with a replay of NLI pairs. A source the manifest marks
@@ -269,6 +284,8 @@ def build_pairs(data_dir: Path, benchdata: Path | None, seed: int = 13, download
         else:
             for pair in ragtruth_pairs(path, source["name"], with_edits=stage == 2, prune=prune):
                 repeat = RAGTRUTH_REPEAT if pair.label != SUPPORTED and pair.split == "train" else 1
+                if balance_negations and pair.split == "train":
+                    repeat *= _balanced_repeat(pair)
                 pairs.extend([pair] * repeat)
     random.Random(seed).shuffle(pairs)
     # a dev pair repeated is still one dev pair

@@ -161,6 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--init", type=Path, default=None, help="stage 2: the checkpoint to start from")
     ap.add_argument("--extra", nargs="*", default=[], metavar="SOURCE",
                     help="optional manifest sources to read as well (the shipped model's card names its own)")
+    ap.add_argument("--balance-negations", action="store_true",
+                    help="stage 2, a trial: as many supported claims with a negation as one-edit negations "
+                         "(data.NEGATION_EDIT_KEEP); off in the shipped recipe")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
 
@@ -174,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
 
     pairs = build_pairs(args.data_dir, args.benchdata, seed=args.data_seed, stage=args.stage,
-                        extra=args.extra)
+                        extra=args.extra, balance_negations=args.balance_negations)
     train = [p for p in pairs if p.split == "train"]
     dev = [p for p in pairs if p.split == "dev"]
     start = weights_folder() if args.stage == 1 else args.init
