@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import random
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from ragmon.alerts.pools import CONTRADICTIONS, Pools, ScoredRow
 from ragmon.alerts.runner import pipeline_rng, simulate
 from ragmon.alerts.traffic import DAY, TrafficModel, simulate_pipeline
 from tests.alerts.test_simulate import _settings
+from tests.helpers.scripts import load_script
 from tests.ops.conftest import require_binary
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,12 +25,7 @@ BENCH = ROOT / "bench" / "fleet_replay.py"
 
 
 def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("fleet_replay", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
+    return load_script(BENCH, "fleet_replay")
 
 
 def _noisy_pools(lowest_score: float, n: int = 300) -> Pools:

@@ -8,7 +8,6 @@ judge. promtool is the real one (Debian's prometheus package); nothing of PromQL
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import os
@@ -33,6 +32,7 @@ from ragmon.alerts.tails import pooled_tails, summarize_tails
 from ragmon.alerts.traffic import DAY, WARMUP_DAYS, Incident, Sampling, TrafficModel, simulate_pipeline
 from ragmon.cli import main
 from ragmon.scoring.onnx_runner import cpu_model
+from tests.helpers.scripts import load_script
 from tests.ops.conftest import RULES, require_binary
 
 # promtool over simulated weeks: minutes each on a busy machine
@@ -460,10 +460,7 @@ def test_the_command_writes_the_json_contract(tmp_path: Path, capsys: pytest.Cap
     assert report["judge_build"] == pools_module.judge_build()
     assert report["cpu"] == cpu_model() and "logical CPUs" in report["cpu"]  # int8 scores depend on it
     # the level the rules' drop tests page above, as the generator sized it (cells under other budgets differ)
-    generator_spec = importlib.util.spec_from_file_location("gen_rules_z", RULES.with_name("generate_rules.py"))
-    assert generator_spec is not None and generator_spec.loader is not None
-    generator = importlib.util.module_from_spec(generator_spec)
-    generator_spec.loader.exec_module(generator)
+    generator = load_script(RULES.with_name("generate_rules.py"), "gen_rules_z")
     assert report["drop_z"] == generator.DROP_Z
     # every alert of the rules file: simulated with its false firings a month, or why not
     shipped = {r["alert"] for g in yaml.safe_load(RULES.read_text(encoding="utf-8"))["groups"] for r in g["rules"]
@@ -510,10 +507,7 @@ def test_bad_arguments_are_one_line_errors(tmp_path: Path, capsys: pytest.Captur
 
 
 def test_the_default_warm_up_is_the_rules_baseline() -> None:
-    spec = importlib.util.spec_from_file_location("gen_rules_days", RULES.with_name("generate_rules.py"))
-    assert spec is not None and spec.loader is not None
-    generator = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(generator)
+    generator = load_script(RULES.with_name("generate_rules.py"), "gen_rules_days")
     # a week of baseline, each day of it whole for the longest window: a pipeline in its steady state
     longest_window_days = max(generator._seconds(w) for w in (generator.WINDOW, *generator.LONG_WINDOWS)) / DAY
     assert TrafficModel(rate_per_s=1.0, days=1.0).warmup_days == WARMUP_DAYS == \
@@ -560,10 +554,7 @@ def test_the_mean_test_holds_its_level_with_its_skew_limit_on_a_thin_tail_of_low
     a window's mean has a heavy low tail, and a fixed z (3.79 + 0.15) fires twice its level on 500 traces;
     the rules' limit, Cornish-Fisher's skewness term at the largest skewness of a [0, 1] score with that mean
     and sd, keeps the test near its level there and on a 5 % tail (Monte Carlo over a million windows, seeded)."""
-    spec = importlib.util.spec_from_file_location("gen_rules_level", RULES.with_name("generate_rules.py"))
-    assert spec is not None and spec.loader is not None
-    gen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen)
+    gen = load_script(RULES.with_name("generate_rules.py"), "gen_rules_level")
     z, n = gen.DROP_Z, gen.MIN_SCORED_MEAN_WINDOW
     coef = round((z * z - 1) / 6, 4)
     # as shipped: the limit's formula and the alert comparing the drop z with it

@@ -3,7 +3,6 @@ are standard normal when nothing changes."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from pathlib import Path
 from statistics import NormalDist
@@ -18,17 +17,14 @@ from ragmon.alerts.cases import Case
 from ragmon.alerts.runner import pipeline_rng, simulate
 from ragmon.alerts.traffic import DAY, TrafficModel, simulate_pipeline
 from tests.alerts.test_simulate import _pools, _settings
+from tests.helpers.scripts import load_script
 from tests.ops.conftest import RULES, require_binary
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "tails_null.py"
 
 
 def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("tails_null", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(BENCH, "tails_null")
 
 
 @pytest.mark.prometheus

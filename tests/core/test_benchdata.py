@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import importlib.util
 import json
 import os
 import re
@@ -24,17 +23,14 @@ from typing import Any
 import pytest
 
 from bench import _benchdata as bd
+from tests.helpers.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("benchdata_script", ROOT / "scripts" / "benchdata.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(ROOT / "scripts" / "benchdata.py", "benchdata_script")
 
 
 def _sha(data: bytes) -> str:

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import yaml
 
+from tests.helpers.scripts import load_script
+
 from .conftest import REPO
 from .test_deploy import run, tool
 
@@ -24,12 +26,7 @@ def test_configmap_is_current() -> None:
 
 
 def test_check_mode_catches_a_stale_configmap(tmp_path: Path) -> None:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("gen_dashboard_configmap", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script(SCRIPT, "gen_dashboard_configmap")
     stale = tmp_path / "grafana-dashboard.yaml"
     stale.write_text(CONFIGMAP.read_text(encoding="utf-8").replace('"ragmon"', '"renamed"', 1), encoding="utf-8")
     module.OUTPUT = stale

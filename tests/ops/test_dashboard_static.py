@@ -17,6 +17,8 @@ from grafana_foundation_sdk.cog.plugins import register_default_plugins
 from grafana_foundation_sdk.models import dashboard as dm
 from grafana_foundation_sdk.models import heatmap, prometheus, stat, timeseries
 
+from tests.helpers.scripts import load_script
+
 from .conftest import REPO
 
 DASHBOARD = REPO / "grafana" / "dashboards" / "ragmon.json"
@@ -38,13 +40,7 @@ def panels() -> list[dict]:
 
 
 def _rules_generator() -> Any:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("rules_gen", REPO / "deploy" / "prometheus" / "generate_rules.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(REPO / "deploy" / "prometheus" / "generate_rules.py", "rules_gen")
 
 
 def _drop_z() -> float:

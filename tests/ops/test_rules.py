@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import shutil
@@ -16,6 +15,8 @@ from types import ModuleType
 import pytest
 import yaml
 
+from tests.helpers.scripts import load_script
+
 from .conftest import REPO, RULE_TESTS, RULES
 
 ALERTS_DOC = REPO / "docs" / "alerts.md"
@@ -25,13 +26,7 @@ VALUE_FREE = {"RagmonAgentDown"}
 
 
 def load_generator() -> ModuleType:
-    path = REPO / "deploy" / "prometheus" / "generate_rules.py"
-    spec = importlib.util.spec_from_file_location("ragmon_generate_rules", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
+    return load_script(REPO / "deploy" / "prometheus" / "generate_rules.py", "ragmon_generate_rules")
 
 
 def alert_rules() -> list[dict]:

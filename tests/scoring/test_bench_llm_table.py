@@ -9,7 +9,6 @@ the numbers, which belong to docs/judges.md.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 from collections import Counter
@@ -20,6 +19,7 @@ import pytest
 
 from bench._benchdata import benchdata_dir, missing, missing_reason
 from tests.fakes.openai_server import FakeOpenAI
+from tests.helpers.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench" / "judge_llm_table.py"
@@ -33,12 +33,7 @@ pytestmark = pytest.mark.skipif(bool(missing(NEEDS)), reason=missing_reason(NEED
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
     sys.path.insert(0, str(ROOT / "bench"))
-    spec = importlib.util.spec_from_file_location("judge_llm_table_bench", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(BENCH, "judge_llm_table_bench")
 
 
 def _args(out: Path, **kw: object) -> argparse.Namespace:

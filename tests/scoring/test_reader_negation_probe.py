@@ -4,24 +4,19 @@ belong to docs/judges.md."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from tests.helpers.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def probe() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("reader_negation_probe", ROOT / "bench" / "reader_negation_probe.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(ROOT / "bench" / "reader_negation_probe.py", "reader_negation_probe")
 
 
 @pytest.mark.parametrize(("claim", "positive"), [
