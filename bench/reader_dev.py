@@ -33,12 +33,11 @@ from bench._benchdata import benchdata_dir  # noqa: E402
 from ragmon import env as ragmon_env  # noqa: E402
 from ragmon.scoring import local as _local  # noqa: E402,F401  (imports the judge's modules in their order)
 from ragmon.scoring.onnx_runner import cpu_model  # noqa: E402
-from ragmon.scoring.reader.data import build_pairs  # noqa: E402
+from ragmon.scoring.reader.data import build_pairs, has_negation  # noqa: E402
 from ragmon.scoring.reader.export import CARD_FILE  # noqa: E402
 from ragmon.scoring.reader.model import Reader, bundled_path  # noqa: E402
 from ragmon.scoring.reader.train import dev_metrics  # noqa: E402
 from ragmon.scoring.reader.verdicts import CONTRADICTION_THRESHOLD  # noqa: E402
-from ragmon.scoring.text import NEGATIONS, words  # noqa: E402
 
 
 def card_best(card: dict[str, Any]) -> list[dict[str, Any]]:
@@ -54,7 +53,7 @@ def flagged(dev: list[Any], probs: np.ndarray) -> dict[str, dict[str, int]]:
     groups: dict[str, list[int]] = {
         "supported RAGTruth claims": [i for i, p in enumerate(dev) if p.source.startswith("ragtruth") and p.label == 0],
         "  of them with a negation": [i for i, p in enumerate(dev) if p.source.startswith("ragtruth") and p.label == 0
-                                      and NEGATIONS & set(words(p.claim.lower()))],
+                                      and has_negation(p.claim)],
         "entailed NLI pairs": [i for i, p in enumerate(dev) if p.source.startswith("docnli") and p.label == 0],
     }
     for kind in sorted({p.source for p in dev if p.source.startswith("edit-rag-")}):

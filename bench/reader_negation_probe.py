@@ -33,10 +33,9 @@ from ragmon import env as ragmon_env  # noqa: E402
 from ragmon.calibration.stats import roc_auc  # noqa: E402
 from ragmon.scoring import local as _local  # noqa: E402,F401  (imports the judge's modules in their order)
 from ragmon.scoring.onnx_runner import cpu_model  # noqa: E402
-from ragmon.scoring.reader.data import build_pairs  # noqa: E402
+from ragmon.scoring.reader.data import build_pairs, has_negation  # noqa: E402
 from ragmon.scoring.reader.model import Reader, bundled_path  # noqa: E402
 from ragmon.scoring.reader.verdicts import CONTRADICTION_THRESHOLD  # noqa: E402
-from ragmon.scoring.text import NEGATIONS, words  # noqa: E402
 
 _CONTRACTED = {"doesn't": "does", "don't": "do", "didn't": "did", "isn't": "is", "aren't": "are", "wasn't": "was",
                "weren't": "were", "hasn't": "has", "haven't": "have", "hadn't": "had", "can't": "can",
@@ -51,10 +50,10 @@ CUTS = (0.3, 0.5, 0.7)
 
 def positive_form(claim: str) -> str | None:
     """The claim with its negations removed ("does not offer" -> "does offer", "no WiFi" -> "WiFi"), or None."""
-    text = claim.replace("’", "'")
+    plain = text = claim.replace("’", "'")
     for pattern, repl in _STEPS:
         text = pattern.sub(repl, text)
-    return text if text != claim.replace("’", "'") else None
+    return text if text != plain else None
 
 
 def kind(source: str, label: int) -> str | None:
@@ -77,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     probs = np.asarray(reader.read([(p.premise, p.claim) for p in dev]))
     flagged = [i for i, p in enumerate(dev)
                if probs[i, 2] >= CONTRADICTION_THRESHOLD and probs[i, 2] > probs[i, 0]
-               and NEGATIONS & set(words(p.claim.lower())) and kind(p.source, p.label)]
+               and has_negation(p.claim) and kind(p.source, p.label)]
     forms = {i: positive_form(dev[i].claim) for i in flagged}
     readable = [i for i in flagged if forms[i]]
     positive = dict(zip(readable, np.asarray(reader.read([(dev[i].premise, str(forms[i])) for i in readable])),

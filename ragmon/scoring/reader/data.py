@@ -246,11 +246,16 @@ def sources_read(stage: int, extra: Collection[str] = ()) -> list[dict[str, Any]
 STAGE2_NLI_REPLAY = 4000  # NLI pairs replayed in stage 2 so it does not forget them
 
 
+def has_negation(text: str) -> bool:
+    """The text holds a negation word (``text.NEGATIONS``): how the trials and dev counts pick negated claims."""
+    return bool(NEGATIONS & set(words(text.lower())))
+
+
 def _balanced_repeat(pair: Pair) -> int:
     """How often a stage-2 training pair is kept under ``balance_negations`` (0: left out)."""
     if pair.source == "edit-rag-negation":
         return int(_hash(pair.premise + pair.claim) % NEGATION_EDIT_KEEP == 0)
-    if pair.source.startswith("ragtruth") and pair.label == SUPPORTED and NEGATIONS & set(words(pair.claim.lower())):
+    if pair.source.startswith("ragtruth") and pair.label == SUPPORTED and has_negation(pair.claim):
         return NEGATED_SUPPORTED_REPEAT
     return 1
 
